@@ -1,0 +1,79 @@
+# Makefile for pg_fence (PGXS)
+#
+# make              build the extension (C++), the client library and the CLI
+# make install      install them (needs write access to the PostgreSQL dirs)
+# make demo         install missing Debian packages, build, install, and run the
+#                   demo on a throwaway cluster
+# make test         the same, then every test layer on a throwaway cluster
+# make deps         only install the missing Debian packages
+#
+# PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
+
+EXTENSION  = pg_fence
+# The version is written once, in the control file.
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
+
+MODULE_big = pg_fence
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/*.cpp src/pg/*.cpp)))
+
+# Install scripts.  Frozen scripts are tracked in sql/; the scripts of the
+# version under development are assembled from sql/<version>/*.sql fragments
+# (see "SQL assembly" below), so that the fresh install and the upgrade path
+# are made from the same text.
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
+
+PG_CPPFLAGS = -Iinclude -Wno-register
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-Wno-cast-function-type $(if $(WERROR),-Werror)
+SHLIB_LINK += -lstdc++
+
+# Tests: every file found is run (no list to forget to update).
+REGRESS      = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+ISOLATION      = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+EXTRA_CLEAN = results output_iso regression.diffs regression.out tmp_check
+
+# No LLVM bitcode: pg_fence's functions spend their time in the lock manager,
+# WAL and SPI, so JIT inlining of them gains nothing, and PGXS would compile
+# the .cpp files with clang without our C++ flags (it ignores PG_CXXFLAGS).
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
+
+# Targets that must work on a bare machine (no pg_config yet) come first:
+# they install what is missing and then run make again.
+.DEFAULT_GOAL := all
+.PHONY: deps demo test
+
+deps:
+	@bash scripts/install-deps.sh
+
+demo: deps
+	$(MAKE) all
+	$(MAKE) install
+	bash scripts/temp-cluster.sh bash test/demo/demo.sh
+
+test: deps
+	$(MAKE) all
+	$(MAKE) install
+	bash scripts/temp-cluster.sh bash test/run-all.sh
+
+ifneq ($(PGXS),)
+# SQL assembly of the version under development (defines DATA_built).
+-include sql/assemble.mk
+include $(PGXS)
+
+# Extra pieces built with the extension (client library, CLI) are added by
+# their own makefile fragments, when present.
+-include src/client/client.mk
+-include src/cli/cli.mk
+
+else
+all install installcheck:
+	@echo "pg_fence: pg_config with PGXS not found (PG_CONFIG=$(PG_CONFIG))." >&2
+	@echo "Run 'make deps' (or scripts/install-deps.sh) to install postgresql-server-dev-15." >&2
+	@exit 1
+endif

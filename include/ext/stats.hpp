@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.hpp
+ *	  Counters for fence.stats() and the registry of held locks behind the
+ *	  view fence.locks.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/stats.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/pg.hpp"
+
+namespace fence {
+
+enum class StatKind
+{
+	kAcquired,					/* grants of locks and leases */
+	kBusy,						/* try_* / lease_acquire that found it held */
+	kTimeouts,					/* lock / xact_lock that timed out */
+	kLeaseTakeovers,			/* expired leases taken over */
+	kStaleWrites,				/* writes rejected for a stale token */
+	kCount
+};
+
+/* Count one event (no-op without shared memory). */
+void		StatsCount(StatKind kind);
+
+/*
+ * Record that this backend now holds name (first hold) under token;
+ * kind is 's' (session) or 'x' (transaction).
+ */
+void		StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token,
+							 char kind, TimestampTz granted_at);
+
+/* Record that this backend no longer holds the name with this key. */
+void		StatsRecordRelease(uint64 key);
+
+}							/* namespace fence */

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * tokens.hpp
+ *	  Fencing tokens: one sequence per database, durable before use.
+ *
+ * A fencing token (Kleppmann, "How to do distributed locking", 2016) is a
+ * number that grows with every grant, so that a resource can reject writes
+ * from a holder whose grant has been superseded.  pg_fence draws tokens from
+ * the sequence fence.token_seq (CACHE 1, so values are in time order across
+ * sessions) and, before a token is returned, makes the WAL record that covers
+ * it durable: see IssueToken().
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/tokens.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/pg.hpp"
+
+namespace fence {
+
+/*
+ * Draw the next fencing token.  PostgreSQL-style (raises ERROR).
+ *
+ * nextval() alone does not guarantee a value is never handed out twice: it
+ * WAL-logs 32 values ahead and relies on the *transaction's commit* to flush
+ * that record, so a value returned in a transaction that rolls back (or
+ * commits with synchronous_commit = off, or that was pre-logged by another,
+ * still open transaction) can be reissued after a crash.  IssueToken()
+ * therefore flushes the WAL up to the sequence page's LSN (the record that
+ * covers the value) before returning, and waits for synchronous standbys when
+ * synchronous replication is configured.  Both are no-ops when already done,
+ * which is 31 calls in 32.
+ *
+ * Raises 25006 in recovery or a read-only transaction.
+ */
+int64		IssueToken();
+
+/* The highest token issued so far in this database (for tests / views). */
+Oid			TokenSequenceOid();
+
+}							/* namespace fence */

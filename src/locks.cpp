@@ -1,0 +1,556 @@
+/*-------------------------------------------------------------------------
+ *
+ * locks.cpp
+ *	  Connection-bound named locks with fencing tokens:
+ *	  fence.try_lock, fence.lock, fence.try_xact_lock, fence.xact_lock,
+ *	  fence.unlock, fence.unlock_all.
+ *
+ * This file is PostgreSQL-style code: its frames hold only trivially
+ * destructible locals, so PostgreSQL errors may longjmp through them; the
+ * SQL entry points run it through fence::Entry (see boundary.hpp).
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/locks.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "ext/locks.hpp"
+
+#include "ext/boundary.hpp"
+#include "ext/stats.hpp"
+#include "ext/tokens.hpp"
+
+namespace fence {
+
+namespace {
+
+/*
+ * One name this backend holds.  Lives in a dynahash keyed by the name's
+ * 64-bit hash (entries never move while they exist).
+ */
+struct HeldLock
+{
+	uint64		key;			/* hash key: NameHash(name) */
+	char	   *name;			/* NUL-terminated, in TopMemoryContext */
+	int			name_len;
+	int64		token;			/* fencing token of this grant */
+	int32		session_holds;	/* released by unlock / unlock_all */
+	int32		xact_holds;		/* released at (sub)transaction end */
+	TimestampTz granted_at;
+};
+
+/* A transaction hold, with the nesting level of the subtransaction that took it. */
+struct XactHold
+{
+	HeldLock   *lock;
+	int			level;
+};
+
+HTAB	   *held_locks = nullptr;
+
+/* Transaction holds, oldest first; levels never decrease towards the top. */
+XactHold   *xact_holds = nullptr;
+int			n_xact_holds = 0;
+int			max_xact_holds = 0;
+
+void
+EnsureHeldLocks()
+{
+	if (held_locks != nullptr)
+		return;
+
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(HeldLock);
+	ctl.hcxt = TopMemoryContext;
+	held_locks = hash_create("pg_fence held locks", 64, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+void
+PushXactHold(HeldLock *lock)
+{
+	if (n_xact_holds == max_xact_holds)
+	{
+		int			newmax = max_xact_holds == 0 ? 16 : max_xact_holds * 2;
+
+		if (xact_holds == nullptr)
+			xact_holds = static_cast<XactHold *>(
+				MemoryContextAlloc(TopMemoryContext, newmax * sizeof(XactHold)));
+		else
+			xact_holds = static_cast<XactHold *>(
+				repalloc(xact_holds, newmax * sizeof(XactHold)));
+		max_xact_holds = newmax;
+	}
+	xact_holds[n_xact_holds].lock = lock;
+	xact_holds[n_xact_holds].level = GetCurrentTransactionNestLevel();
+	n_xact_holds++;
+}
+
+/* Forget a name once nothing holds it any more. */
+void
+ForgetIfUnheld(HeldLock *lock)
+{
+	if (lock->session_holds > 0 || lock->xact_holds > 0)
+		return;
+	StatsRecordRelease(lock->key);
+	pfree(lock->name);
+	uint64		key = lock->key;
+
+	hash_search(held_locks, &key, HASH_REMOVE, nullptr);
+}
+
+/*
+ * The session hold of a lock can vanish behind our back: pg_advisory_unlock_all()
+ * and DISCARD ALL release every USER_LOCKMETHOD session lock, ours included.
+ * While a transaction hold exists the lock is held anyway; otherwise ask the
+ * lock manager (a backend-local hash lookup) and forget the stale session
+ * holds, so that a later grant gets a fresh token instead of a stale one.
+ */
+void
+CheckSessionHolds(HeldLock *lock)
+{
+	if (lock->session_holds == 0 || lock->xact_holds > 0)
+		return;
+
+	LOCKTAG		tag;
+
+	SetNameLockTag(&tag, lock->key);
+	if (!LockHeldByMe(&tag, ExclusiveLock))
+	{
+		lock->session_holds = 0;
+		ForgetIfUnheld(lock);
+	}
+}
+
+/* Find the held entry for name, or nullptr; refuses a 64-bit collision. */
+HeldLock *
+FindHeld(NameArg name, uint64 key)
+{
+	if (held_locks == nullptr)
+		return nullptr;
+
+	HeldLock   *lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
+
+	if (lock == nullptr)
+		return nullptr;
+	if (lock->name_len != name.len || memcmp(lock->name, name.data, name.len) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("lock name \"%s\" has the same 64-bit hash as held lock \"%s\"",
+						NameCString(name), lock->name),
+				 errhint("Release \"%s\" first, or use another name.", lock->name)));
+	CheckSessionHolds(lock);
+	/* it may have been forgotten just now */
+	return static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
+}
+
+/*
+ * LockAcquire that waits at most wait_usecs (> 0), without changing any GUC
+ * the caller can see: the lock manager reads the C variable LockTimeout when
+ * it starts to sleep, so set it for the duration of the call and restore it
+ * on every path.  A shorter lock_timeout of the caller's still applies.
+ * Raises 55P03 naming the lock when our limit expires.
+ */
+LockAcquireResult
+AcquireWithTimeout(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
+{
+	int			saved_timeout = LockTimeout;
+	int64		wait_ms = (wait_usecs + 999) / 1000;
+	bool		ours = saved_timeout <= 0 || wait_ms < saved_timeout;
+	volatile LockAcquireResult res = LOCKACQUIRE_NOT_AVAIL;
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (ours)
+		LockTimeout = (int) Min(wait_ms, (int64) PG_INT32_MAX);
+
+	PG_TRY();
+	{
+		res = LockAcquire(tag, ExclusiveLock, session, false);
+	}
+	PG_CATCH();
+	{
+		LockTimeout = saved_timeout;
+		MemoryContextSwitchTo(oldcxt);
+
+		ErrorData  *edata = CopyErrorData();
+
+		if (ours && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			Interval	iv;
+
+			FlushErrorState();
+			StatsCount(StatKind::kTimeouts);
+			memset(&iv, 0, sizeof(iv));
+			iv.time = wait_usecs;
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain lock \"%s\" within %s",
+							NameCString(name),
+							DatumGetCString(DirectFunctionCall1(interval_out,
+																IntervalPGetDatum(&iv)))),
+					 errhint("Another session holds it; see the view fence.locks.")));
+		}
+		FreeErrorData(edata);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	LockTimeout = saved_timeout;
+	return res;
+}
+
+void
+XactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* the lock manager releases (or, PREPARE, hands over) xact locks */
+			for (int i = 0; i < n_xact_holds; i++)
+				xact_holds[i].lock->xact_holds = 0;
+			for (int i = 0; i < n_xact_holds; i++)
+			{
+				HeldLock   *lock = xact_holds[i].lock;
+
+				/* may appear several times: forget it only once */
+				if (lock != nullptr && lock->xact_holds == 0 && lock->session_holds == 0)
+				{
+					for (int j = i + 1; j < n_xact_holds; j++)
+						if (xact_holds[j].lock == lock)
+							xact_holds[j].lock = nullptr;
+					ForgetIfUnheld(lock);
+				}
+			}
+			n_xact_holds = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+SubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+				SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			/* ROLLBACK TO SAVEPOINT: the lock manager releases the holds taken since */
+			while (n_xact_holds > 0 && xact_holds[n_xact_holds - 1].level >= level)
+			{
+				HeldLock   *lock = xact_holds[--n_xact_holds].lock;
+
+				lock->xact_holds--;
+				ForgetIfUnheld(lock);
+			}
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			/* RELEASE SAVEPOINT: the parent now owns these holds */
+			for (int i = n_xact_holds - 1; i >= 0 && xact_holds[i].level >= level; i--)
+				xact_holds[i].level = level - 1;
+			break;
+		default:
+			break;
+	}
+}
+
+}							/* namespace */
+
+uint64
+NameHash(NameArg name)
+{
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(name.data),
+							   name.len, kNameHashSeed);
+}
+
+void
+SetNameLockTag(LOCKTAG *tag, uint64 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 kLockTagClass);
+}
+
+bool
+AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
+{
+	const bool	session = scope == Scope::kSession;
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot acquire lock \"%s\" during recovery", NameCString(name)),
+				 errdetail("A standby's lock space is its own; locks are granted only by the primary.")));
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot acquire lock \"%s\" in a read-only transaction",
+						NameCString(name)),
+				 errdetail("Granting a lock issues a fencing token, which writes to the token sequence.")));
+
+	EnsureHeldLocks();
+
+	uint64		key = NameHash(name);
+	HeldLock   *lock = FindHeld(name, key);
+	LOCKTAG		tag;
+
+	SetNameLockTag(&tag, key);
+
+	if (lock != nullptr)
+	{
+		/*
+		 * Re-entrant grant: same token, one more hold.  A first hold in the
+		 * other scope takes the lock manager's lock for that scope too (it
+		 * is granted at once: this backend already holds the tag).
+		 */
+		if (session ? lock->session_holds == 0 : lock->xact_holds == 0)
+			(void) LockAcquire(&tag, ExclusiveLock, session, true);
+		if (session)
+			lock->session_holds++;
+		else
+		{
+			PushXactHold(lock);
+			lock->xact_holds++;
+		}
+		StatsCount(StatKind::kAcquired);
+		*token = lock->token;
+		return true;
+	}
+
+	/* First hold: wait in PostgreSQL's lock manager. */
+	LockAcquireResult res;
+
+	if (wait_usecs == 0)
+		res = LockAcquire(&tag, ExclusiveLock, session, true);
+	else if (wait_usecs < 0)
+		res = LockAcquire(&tag, ExclusiveLock, session, false);
+	else
+		res = AcquireWithTimeout(&tag, session, wait_usecs, name);
+
+	if (res == LOCKACQUIRE_NOT_AVAIL)
+	{
+		StatsCount(StatKind::kBusy);
+		return false;
+	}
+
+	/*
+	 * Granted.  Whatever fails from here on (token issuance, cancel, out of
+	 * memory) must not leave the lock held: release it before the error
+	 * propagates (SPEC guarantee 8).
+	 */
+	volatile bool entered = false;
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		int64		t = IssueToken();
+		bool		found;
+
+		lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_ENTER, &found));
+		entered = true;
+		lock->name = static_cast<char *>(MemoryContextAlloc(TopMemoryContext, name.len + 1));
+		memcpy(lock->name, name.data, name.len);
+		lock->name[name.len] = '\0';
+		lock->name_len = name.len;
+		lock->token = t;
+		lock->session_holds = 0;
+		lock->xact_holds = 0;
+		lock->granted_at = GetCurrentTimestamp();
+		if (session)
+			lock->session_holds = 1;
+		else
+		{
+			PushXactHold(lock);
+			lock->xact_holds = 1;
+		}
+		StatsRecordGrant(key, lock->name, lock->name_len, t,
+						 session ? 's' : 'x', lock->granted_at);
+		*token = t;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		if (entered)
+		{
+			HeldLock   *partial = static_cast<HeldLock *>(
+				hash_search(held_locks, &key, HASH_FIND, nullptr));
+
+			if (partial != nullptr && partial->session_holds == 0 && partial->xact_holds == 0)
+				hash_search(held_locks, &key, HASH_REMOVE, nullptr);
+		}
+		LockRelease(&tag, ExclusiveLock, session);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	StatsCount(StatKind::kAcquired);
+	return true;
+}
+
+void
+InitLocks()
+{
+	RegisterXactCallback(XactCallback, nullptr);
+	RegisterSubXactCallback(SubXactCallback, nullptr);
+}
+
+/*
+ * Release one session hold of name if this session holds it under token.
+ * Returns false (no error) otherwise.
+ */
+static bool
+ReleaseLock(NameArg name, int64 token)
+{
+	uint64		key = NameHash(name);
+	HeldLock   *lock = FindHeld(name, key);
+
+	if (lock == nullptr || lock->session_holds == 0 || lock->token != token)
+		return false;
+
+	if (--lock->session_holds == 0)
+	{
+		LOCKTAG		tag;
+
+		SetNameLockTag(&tag, key);
+		LockRelease(&tag, ExclusiveLock, true);
+		ForgetIfUnheld(lock);
+	}
+	return true;
+}
+
+/* Release every session hold of this session; returns the number of names. */
+static int32
+ReleaseAllSessionLocks()
+{
+	if (held_locks == nullptr)
+		return 0;
+
+	HASH_SEQ_STATUS status;
+	HeldLock   *lock;
+	int32		released = 0;
+
+	hash_seq_init(&status, held_locks);
+	while ((lock = static_cast<HeldLock *>(hash_seq_search(&status))) != nullptr)
+	{
+		if (lock->session_holds == 0)
+			continue;
+
+		LOCKTAG		tag;
+
+		SetNameLockTag(&tag, lock->key);
+		/* skip holds that pg_advisory_unlock_all() / DISCARD ALL already ended */
+		if (lock->xact_holds > 0 || LockHeldByMe(&tag, ExclusiveLock))
+		{
+			LockRelease(&tag, ExclusiveLock, true);
+			released++;
+		}
+		lock->session_holds = 0;
+		ForgetIfUnheld(lock);	/* removing the current entry is allowed */
+	}
+	return released;
+}
+
+}							/* namespace fence */
+
+using fence::NameArg;
+using fence::Scope;
+
+/* Shared body of the four lock functions. */
+static Datum
+LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
+{
+	NameArg		name = fence::GetNameArg(fcinfo, 0, "name");
+	int64		wait_usecs = 0;
+
+	if (wait)
+		wait_usecs = fence::GetDurationArg(fcinfo, 1, "timeout", true);
+
+	int64		token = 0;
+
+	if (!fence::AcquireLock(name, scope, wait_usecs, &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * fence.try_lock(name text) RETURNS bigint
+ *	 Session lock without waiting: the fencing token, or NULL when another
+ *	 session holds name.  Takes: advisory ExclusiveLock (session).
+ */
+FENCE_SQL_FUNCTION(fence_try_lock)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, false);
+	});
+}
+
+/*
+ * fence.lock(name text, timeout interval DEFAULT NULL) RETURNS bigint
+ *	 Session lock, waiting at most timeout (NULL: no limit).  55P03 on
+ *	 timeout; 40P01 on deadlock.  Takes: advisory ExclusiveLock (session).
+ */
+FENCE_SQL_FUNCTION(fence_lock)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, true);
+	});
+}
+
+/*
+ * fence.try_xact_lock(name text) RETURNS bigint
+ *	 Like try_lock, released at the end of the (sub)transaction.
+ */
+FENCE_SQL_FUNCTION(fence_try_xact_lock)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kTransaction, false);
+	});
+}
+
+/*
+ * fence.xact_lock(name text, timeout interval DEFAULT NULL) RETURNS bigint
+ *	 Like lock, released at the end of the (sub)transaction.
+ */
+FENCE_SQL_FUNCTION(fence_xact_lock)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kTransaction, true);
+	});
+}
+
+/*
+ * fence.unlock(name text, token bigint) RETURNS boolean
+ *	 Releases one session hold of name if this session holds it under token;
+ *	 false otherwise (no error).
+ */
+FENCE_SQL_FUNCTION(fence_unlock)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		NameArg		name = fence::GetNameArg(fc, 0, "name");
+		int64		token = fence::GetInt64Arg(fc, 1, "token");
+
+		return BoolGetDatum(fence::ReleaseLock(name, token));
+	});
+}
+
+/*
+ * fence.unlock_all() RETURNS integer
+ *	 Releases every session lock of this session (transaction holds stay);
+ *	 returns the number of names released.
+ */
+FENCE_SQL_FUNCTION(fence_unlock_all)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return Int32GetDatum(fence::ReleaseAllSessionLocks());
+	});
+}
