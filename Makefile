@@ -70,6 +70,8 @@ include $(PGXS)
 # their own makefile fragments, when present.
 -include src/client/client.mk
 -include src/cli/cli.mk
+-include test/cpp/cpp.mk
+-include bench/bench.mk
 
 else
 all install installcheck:

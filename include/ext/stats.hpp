@@ -40,4 +40,22 @@ void		StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token,
 /* Record that this backend no longer holds the name with this key. */
 void		StatsRecordRelease(uint64 key);
 
+/*
+ * A write was rejected (or not applied) because its fencing token was stale:
+ * counts it and writes the LOG line
+ *	 pg_fence: stale write rejected: <where> <resource>: token <presented> < current <current>
+ * where is "fenced_update", "guard" or "advance"; resource names the table
+ * row or resource.  These lines are the signal that a holder outlived its
+ * lock: timing assumptions are wrong somewhere.
+ */
+void		ReportStaleWrite(const char *where, const char *resource, int64 presented,
+							 int64 current);
+
+/*
+ * A lease that had expired was taken over: counts it and writes the LOG line
+ *	 pg_fence: lease taken over after expiry: "<name>" token <old> -> <new>, expired <n> ms ago
+ */
+void		ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token,
+								int64 expired_usecs);
+
 }							/* namespace fence */

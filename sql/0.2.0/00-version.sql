@@ -1,0 +1,3 @@
+-- 0.2.0: leases, guard trigger, advance, observability.
+-- Fragments are applied in file-name order:
+--   10-*  leases            20-*  guard / advance        30-*  observability
