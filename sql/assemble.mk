@@ -18,14 +18,14 @@ DEV_INSTALL  = sql/$(EXTENSION)--$(DEV_VERSION).sql
 DATA_built = $(DEV_UPGRADE) $(DEV_INSTALL)
 
 $(DEV_UPGRADE): $(DEV_FRAGMENTS) sql/assemble.mk
-	{ echo "/* $(notdir $@): generated from sql/$(DEV_VERSION)/*.sql by sql/assemble.mk */"; \
+	{ echo "-- $(notdir $@): generated from the fragments sql/$(DEV_VERSION)/NN-topic.sql by sql/assemble.mk; do not edit"; \
 	  echo; \
 	  echo "-- complain if script is sourced in psql, rather than via ALTER EXTENSION"; \
 	  printf '%s\n' "\\echo Use \"ALTER EXTENSION $(EXTENSION) UPDATE TO '$(DEV_VERSION)'\" to load this file. \\quit"; \
 	  for f in $(DEV_FRAGMENTS); do echo; echo "-- $$f"; cat "$$f"; done; } > $@
 
 $(DEV_INSTALL): sql/$(EXTENSION)--$(PREV_VERSION).sql $(DEV_FRAGMENTS) sql/assemble.mk
-	{ echo "/* $(notdir $@): generated from sql/$(EXTENSION)--$(PREV_VERSION).sql and sql/$(DEV_VERSION)/*.sql by sql/assemble.mk */"; \
+	{ echo "-- $(notdir $@): generated from sql/$(EXTENSION)--$(PREV_VERSION).sql and the fragments sql/$(DEV_VERSION)/NN-topic.sql by sql/assemble.mk; do not edit"; \
 	  echo; \
 	  echo "-- complain if script is sourced in psql, rather than via CREATE EXTENSION"; \
 	  printf '%s\n' "\\echo Use \"CREATE EXTENSION $(EXTENSION)\" to load this file. \\quit"; \
