@@ -1,0 +1,62 @@
+--
+-- Lease locks: fence.leases and lease_acquire / lease_renew / lease_release.
+--
+
+-- The role whose members may renew and release any role's leases.  Roles are
+-- cluster-wide: it may exist already (another database, an earlier install),
+-- and it is not dropped with the extension.
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'fence_admin') THEN
+		CREATE ROLE fence_admin NOLOGIN;
+	END IF;
+END
+$$;
+
+-- One row per lease ever granted and not released.  Only the lease
+-- functions change it (they switch to its owner for that); nobody else may
+-- read or write it directly.  Dumped by pg_dump, so that leases (and their
+-- tokens) survive a dump and restore.
+CREATE TABLE fence.leases (
+	name       text PRIMARY KEY,
+	token      bigint NOT NULL,
+	holder     text,
+	owner      oid NOT NULL,
+	granted_at timestamptz NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+REVOKE ALL ON TABLE fence.leases FROM PUBLIC;
+GRANT SELECT ON TABLE fence.leases TO fence_admin;
+SELECT pg_catalog.pg_extension_config_dump('fence.leases', '');
+COMMENT ON TABLE fence.leases IS
+'pg_fence leases (name, fencing token, holder text, owner role OID, granted_at, expires_at); changed only by fence.lease_acquire, fence.lease_renew and fence.lease_release';
+
+--
+-- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an
+-- error, 22023).  SECURITY INVOKER: the functions need the caller's role for
+-- the owner check, and switch to the table's owner internally around fully
+-- qualified statements (see src/leases.cpp).
+--
+CREATE FUNCTION fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'fence_lease_acquire'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER COST 10000;
+
+COMMENT ON FUNCTION fence.lease_acquire(text, interval, text) IS
+'Grants the lease "name" for ttl from now (server clock at the call, not transaction start) to the calling role, records holder, and returns its new fencing token; returns NULL at once, without waiting, while an unexpired lease of that name is held or being acquired by anyone. An expired lease is taken over with a larger token (logged). Raises 22023 for a NULL, empty or over-long name or a ttl that is NULL, not positive or not finite, 25006 during recovery or in a read-only transaction.';
+
+CREATE FUNCTION fence.lease_renew(name text, token bigint, ttl interval)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'fence_lease_renew'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
+
+COMMENT ON FUNCTION fence.lease_renew(text, bigint, interval) IS
+'Extends the lease "name" to expire ttl from now (server clock) and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name, token or ttl, 25006 during recovery or in a read-only transaction.';
+
+CREATE FUNCTION fence.lease_release(name text, token bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'fence_lease_release'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
+
+COMMENT ON FUNCTION fence.lease_release(text, bigint) IS
+'Releases the lease "name" and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name or token, 25006 during recovery or in a read-only transaction.';

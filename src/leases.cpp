@@ -1,0 +1,545 @@
+/*-------------------------------------------------------------------------
+ *
+ * leases.cpp
+ *	  Lease locks: fence.lease_acquire, fence.lease_renew, fence.lease_release.
+ *
+ * A lease is one row of fence.leases (name, token, holder, owner,
+ * granted_at, expires_at).  Time is always the server clock at the moment of
+ * the call (GetCurrentTimestamp(), i.e. clock_timestamp()), never the
+ * transaction start, so a lease taken in a transaction that began minutes ago
+ * still gets its full TTL.
+ *
+ * Design, and why:
+ *
+ * 1. Never block an acquirer.  Every call first takes a transaction-scoped
+ *	  advisory lock on the name (field4 = kLeaseLockTagClass, fields 2/3 =
+ *	  the 64-bit name hash, like the connection-bound locks).  lease_acquire
+ *	  asks for it with dontWait: if another transaction holds it, that
+ *	  transaction is acquiring, renewing or releasing this name right now, or
+ *	  has changed its row and not yet committed; either way the lease is held
+ *	  or being acquired, and we return NULL at once.  A call that changes the
+ *	  row keeps the advisory lock until its transaction ends, which is exactly
+ *	  as long as the row lock it took, so nobody ever reaches a row lock held
+ *	  by someone else.  A call that changes nothing releases the advisory lock
+ *	  before returning, so a busy acquire (or a wrong-token release) inside a
+ *	  long open transaction does not stand in the holder's way.
+ *	  lease_renew and lease_release are owner operations and wait for the
+ *	  advisory lock (a caller's lock_timeout / statement_timeout apply): a
+ *	  holder's renewal must not fail merely because someone else's acquire
+ *	  was in flight.
+ *
+ * 2. Read the latest committed state.  With the advisory lock held nobody
+ *	  else can be changing the row, so each statement runs on a fresh
+ *	  snapshot (SPI_execute_snapshot with GetLatestSnapshot()).  That makes
+ *	  the functions behave the same in READ COMMITTED and REPEATABLE READ
+ *	  (with the transaction snapshot a REPEATABLE READ caller would not see a
+ *	  lease granted after its snapshot and would collide with it).
+ *
+ * 3. No token burnt on a busy call.  lease_acquire reads the row first
+ *	  (one index lookup) and draws a token (fence::IssueToken, durable before
+ *	  use) only when it will grant: INSERT for a free name, UPDATE for an
+ *	  expired lease (a takeover, reported with its LOG line).
+ *
+ * 4. Rights.  The functions are SECURITY INVOKER C functions that switch
+ *	  to the owner of fence.leases around their SPI statements (the user
+ *	  switch amcheck uses, with SECURITY_RESTRICTED_OPERATION), rather than
+ *	  SECURITY DEFINER with SET search_path:
+ *	  - the owner check needs the caller's role (current_user), which a
+ *		SECURITY DEFINER C function cannot see (fmgr hides it);
+ *	  - a SET clause would save and restore a GUC on every call;
+ *	  - the statements are fully qualified (fence.leases,
+ *		OPERATOR(pg_catalog.=)), contain no type names (parameter types are
+ *		given by OID) and no function calls, so search_path plays no part:
+ *		STYLE 2.6's "SET search_path or fully qualified names".
+ *	  Nobody else can write the table (REVOKE ALL FROM PUBLIC).
+ *
+ * 5. Durability.  An acquisition is durable: its token is flushed by
+ *	  IssueToken and its row by the commit (synchronous_commit as configured,
+ *	  normally on).  A renewal is committed like any write (losing one could
+ *	  shorten a lease its holder believes renewed, so it is never weakened).
+ *	  A release is different: losing it in a crash only makes the next holder
+ *	  wait for the TTL, as if the holder had vanished.  So when a transaction
+ *	  consists of nothing but one successful lease_release (no XID and no WAL
+ *	  before the call, no WAL after it up to commit), its commit is made
+ *	  asynchronous: see ReleaseCommitCallback.  Everything else commits as
+ *	  the caller configured it.
+ *
+ * This file is PostgreSQL-style code (only trivially destructible locals),
+ * run through fence::Entry.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/leases.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "ext/leases.hpp"
+
+#include "ext/args.hpp"
+#include "ext/boundary.hpp"
+#include "ext/locks.hpp"
+#include "ext/stats.hpp"
+#include "ext/tokens.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "executor/spi.h"
+#include "utils/acl.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+}
+
+namespace fence {
+
+namespace {
+
+/* The SPI statements, prepared once per session. */
+enum Stmt
+{
+	kSelect,
+	kInsert,
+	kTakeover,
+	kRenew,
+	kRelease,
+	kNumStmts
+};
+
+struct StmtDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[7];
+};
+
+/*
+ * Every operator is pg_catalog's and every relation is qualified; parameter
+ * types come from the OIDs, so no name here depends on search_path.
+ */
+const StmtDef kStmts[kNumStmts] = {
+	/* kSelect($1 name) */
+	{"SELECT token, expires_at FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
+	 1, {TEXTOID}},
+	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
+	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at) "
+	 "VALUES ($1, $2, $3, $4, $5, $6)",
+	 6, {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
+	/* kTakeover(... as kInsert ..., $7 old token) */
+	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
+	 "expires_at = $6 "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7",
+	 7, {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}},
+	/* kRenew($1 name, $2 token, $3 caller, $4 now, $5 new expires_at, $6 admin) */
+	{"UPDATE fence.leases SET expires_at = $5 "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
+	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $6)",
+	 6, {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID}},
+	/* kRelease($1 name, $2 token, $3 caller, $4 now, $5 admin) */
+	{"DELETE FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
+	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $5)",
+	 5, {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, BOOLOID}},
+};
+
+SPIPlanPtr	plans[kNumStmts];
+
+/* State of one call between LeaseBegin and LeaseEnd. */
+struct LeaseCall
+{
+	LOCKTAG		tag;			/* the name's lease advisory lock */
+	Oid			caller;			/* current_user at entry */
+	Oid			save_userid;
+	int			save_sec_context;
+};
+
+/*
+ * Async-commit state of a release-only transaction (design note 5).  armed:
+ * the transaction had no XID and wrote no WAL before a successful
+ * lease_release; armed_xid / armed_end: its XID and WAL end right after it.
+ */
+bool		callback_registered = false;
+bool		armed = false;
+TransactionId armed_xid = InvalidTransactionId;
+XLogRecPtr	armed_end = InvalidXLogRecPtr;
+bool		overridden = false;
+int			saved_synchronous_commit = 0;
+
+/*
+ * Make the commit of a release-only transaction asynchronous, without
+ * touching any setting the caller can see: the C variable behind
+ * synchronous_commit is changed at PRE_COMMIT, after every deferred trigger
+ * and portal of the transaction has run (no SQL of the caller runs after
+ * that), and restored by the COMMIT or ABORT callback, which run before
+ * the GUC machinery's end-of-transaction processing.  The commit record
+ * is still written and visible at once; only the wait for its flush (and
+ * for synchronous standbys) is skipped, for a transaction whose only
+ * durable change is one lease's release.
+ *
+ * Conditions, rechecked here: the transaction's XID is the one our release
+ * got (it had none before), and no WAL was written after our release
+ * (XactLastRecEnd unchanged; WAL-less changes such as temporary tables are
+ * not durable anyway).  Anything else the caller did (another write, a
+ * nextval, a second lease call) makes the commit synchronous as usual.
+ */
+void
+ReleaseCommitCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (armed && GetTopTransactionIdIfAny() == armed_xid &&
+				XactLastRecEnd == armed_end &&
+				synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
+			{
+				saved_synchronous_commit = synchronous_commit;
+				synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
+				overridden = true;
+			}
+			armed = false;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PRE_PREPARE:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			if (overridden)
+			{
+				synchronous_commit = saved_synchronous_commit;
+				overridden = false;
+			}
+			armed = false;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+CheckWritable(const char *what, NameArg name)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s lease \"%s\" during recovery", what, NameCString(name)),
+				 errdetail("A standby's lock space is its own; leases are granted only by the primary.")));
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s lease \"%s\" in a read-only transaction", what,
+						NameCString(name)),
+				 errdetail("Leases are rows of the table fence.leases.")));
+}
+
+/* The owner of fence.leases (the role the statements run as). */
+Oid
+LeaseTableOwner()
+{
+	Oid			nsp = get_namespace_oid("fence", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("leases", nsp) : InvalidOid;
+	HeapTuple	tup = OidIsValid(relid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(relid))
+		: nullptr;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_fence 0.2.0 or later is not installed in this database"),
+				 errhint("Run CREATE EXTENSION pg_fence, or ALTER EXTENSION pg_fence UPDATE.")));
+
+	Oid			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Take the name's lease advisory lock (wait or not), connect SPI and switch
+ * to the table's owner.  Returns false, holding nothing, if !wait and the
+ * lock is busy.
+ */
+bool
+LeaseBegin(LeaseCall *call, NameArg name, bool wait)
+{
+	uint64		hash = NameHash(name);
+
+	SET_LOCKTAG_ADVISORY(call->tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
+						 kLeaseLockTagClass);
+	call->caller = GetUserId();
+
+	Oid			owner = LeaseTableOwner();
+
+	if (LockAcquire(&call->tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int i = 0; i < kNumStmts; i++)
+	{
+		if (plans[i] != nullptr)
+			continue;
+
+		SPIPlanPtr	plan = SPI_prepare(kStmts[i].sql, kStmts[i].nargs,
+									   const_cast<Oid *>(kStmts[i].argtypes));
+
+		if (plan == nullptr)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s", kStmts[i].sql,
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		plans[i] = plan;
+	}
+
+	/*
+	 * Errors from here on abort the (sub)transaction, which restores the
+	 * user ID and releases the advisory lock: no need to catch them.
+	 */
+	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
+	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	return true;
+}
+
+/* Undo LeaseBegin; keep the advisory lock iff the row was changed. */
+void
+LeaseEnd(LeaseCall *call, bool changed)
+{
+	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	if (!changed)
+		LockRelease(&call->tag, ExclusiveLock, false);
+}
+
+/* Run a prepared statement on a fresh snapshot; returns SPI_processed. */
+uint64
+Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
+{
+	int			rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(),
+										  InvalidSnapshot, false, true, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s", kStmts[stmt].sql,
+			 SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* now + ttl, or 22023 if it is out of the timestamp range. */
+TimestampTz
+ExpiresAt(TimestampTz now, int64 ttl)
+{
+	TimestampTz result;
+
+	if (pg_add_s64_overflow(now, ttl, &result) || !IS_VALID_TIMESTAMP(result))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"ttl\" is too large"),
+				 errdetail("The lease would expire after the end of the timestamp range.")));
+	return result;
+}
+
+/* May the caller renew or release other roles' leases? */
+bool
+CallerIsAdmin(Oid caller)
+{
+	Oid			admin = get_role_oid("fence_admin", true);
+
+	return OidIsValid(admin) && has_privs_of_role(caller, admin);
+}
+
+Datum
+LeaseAcquire(FunctionCallInfo fcinfo)
+{
+	NameArg		name = GetNameArg(fcinfo, 0, "name");
+	int64		ttl = GetDurationArg(fcinfo, 1, "ttl", false);
+
+	(void) ExpiresAt(GetCurrentTimestamp(), ttl);	/* validate before anything */
+	CheckWritable("acquire", name);
+
+	LeaseCall	call;
+
+	if (!LeaseBegin(&call, name, false))
+	{
+		StatsCount(StatKind::kBusy);
+		PG_RETURN_NULL();
+	}
+
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz expires = ExpiresAt(now, ttl);
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = PG_GETARG_DATUM(0);
+	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) > 0)
+	{
+		bool		isnull;
+		int64		old_token = DatumGetInt64(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		TimestampTz old_expires = DatumGetTimestampTz(
+			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (old_expires > now)
+		{
+			/* held by someone (maybe by this very caller: leases do not nest) */
+			LeaseEnd(&call, false);
+			StatsCount(StatKind::kBusy);
+			PG_RETURN_NULL();
+		}
+
+		int64		token = IssueToken();
+
+		values[1] = Int64GetDatum(token);
+		values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+		nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+		values[3] = ObjectIdGetDatum(call.caller);
+		values[4] = TimestampTzGetDatum(now);
+		values[5] = TimestampTzGetDatum(expires);
+		values[6] = Int64GetDatum(old_token);
+		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
+			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
+		LeaseEnd(&call, true);
+		ReportLeaseTakeover(NameCString(name), old_token, token, now - old_expires);
+		StatsCount(StatKind::kAcquired);
+		PG_RETURN_INT64(token);
+	}
+
+	int64		token = IssueToken();
+
+	values[1] = Int64GetDatum(token);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = ObjectIdGetDatum(call.caller);
+	values[4] = TimestampTzGetDatum(now);
+	values[5] = TimestampTzGetDatum(expires);
+	(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
+	LeaseEnd(&call, true);
+	StatsCount(StatKind::kAcquired);
+	PG_RETURN_INT64(token);
+}
+
+Datum
+LeaseRenew(FunctionCallInfo fcinfo)
+{
+	NameArg		name = GetNameArg(fcinfo, 0, "name");
+	int64		token = GetInt64Arg(fcinfo, 1, "token");
+	int64		ttl = GetDurationArg(fcinfo, 2, "ttl", false);
+
+	(void) ExpiresAt(GetCurrentTimestamp(), ttl);
+	CheckWritable("renew", name);
+
+	LeaseCall	call;
+
+	(void) LeaseBegin(&call, name, true);
+
+	/* the clock is read after any wait for the lock */
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[6];
+	const char	nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(call.caller);
+	values[3] = TimestampTzGetDatum(now);
+	values[4] = TimestampTzGetDatum(ExpiresAt(now, ttl));
+	values[5] = BoolGetDatum(CallerIsAdmin(call.caller));
+
+	bool		renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
+
+	LeaseEnd(&call, renewed);
+	PG_RETURN_BOOL(renewed);
+}
+
+Datum
+LeaseRelease(FunctionCallInfo fcinfo)
+{
+	NameArg		name = GetNameArg(fcinfo, 0, "name");
+	int64		token = GetInt64Arg(fcinfo, 1, "token");
+
+	CheckWritable("release", name);
+
+	/* design note 5: has this transaction written anything durable yet? */
+	bool		clean_before = !TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
+		XactLastRecEnd == InvalidXLogRecPtr;
+	LeaseCall	call;
+
+	(void) LeaseBegin(&call, name, true);
+
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[5];
+	const char	nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(call.caller);
+	values[3] = TimestampTzGetDatum(now);
+	values[4] = BoolGetDatum(CallerIsAdmin(call.caller));
+
+	bool		released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
+
+	LeaseEnd(&call, released);
+
+	if (released && clean_before)
+	{
+		if (!callback_registered)
+		{
+			RegisterXactCallback(ReleaseCommitCallback, nullptr);
+			callback_registered = true;
+		}
+		armed = true;
+		armed_xid = GetTopTransactionIdIfAny();
+		armed_end = XactLastRecEnd;
+	}
+	else if (released)
+		armed = false;
+	PG_RETURN_BOOL(released);
+}
+
+}							/* namespace */
+
+}							/* namespace fence */
+
+/*
+ * fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL)
+ *	 RETURNS bigint
+ *	 Grants the lease "name" for ttl from now (server clock at the call) and
+ *	 returns its new fencing token, or NULL at once when an unexpired lease
+ *	 of that name is held or being acquired by anyone (leases do not nest).
+ *	 Takes over an expired lease (new, larger token; LOG line).
+ *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
+ *	 waiting; kept to transaction end when granted; a row lock on the lease.
+ *	 Errors: 22023 invalid name / ttl; 25006 in recovery or a read-only
+ *	 transaction.
+ */
+FENCE_SQL_FUNCTION(fence_lease_acquire)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::LeaseAcquire(fc); });
+}
+
+/*
+ * fence.lease_renew(name text, token bigint, ttl interval) RETURNS boolean
+ *	 true, and the lease now expires ttl from now, iff "name" is currently
+ *	 leased under token, unexpired, and the caller is the role that acquired
+ *	 it or has the privileges of fence_admin; false otherwise (no error).
+ *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, waiting; kept
+ *	 to transaction end when renewed.  Errors: 22023, 25006.
+ */
+FENCE_SQL_FUNCTION(fence_lease_renew)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::LeaseRenew(fc); });
+}
+
+/*
+ * fence.lease_release(name text, token bigint) RETURNS boolean
+ *	 true iff "name" was currently leased under token, unexpired, by the
+ *	 caller's role (or the caller has the privileges of fence_admin), and is
+ *	 now released; false otherwise (no error).
+ *	 Locks: as lease_renew.  Errors: 22023, 25006.
+ */
+FENCE_SQL_FUNCTION(fence_lease_release)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::LeaseRelease(fc); });
+}
