@@ -107,7 +107,11 @@ run_pg_regress() {
 		add_detail "$layer: make installcheck output (last lines)" "$log"
 	fi
 	[ -n "$names" ] && note "$layer" "FAILED:$names"
-	[ -s "$diffs" ] && add_detail "$layer: $diffs" "$diffs"
+	if [ -s "$diffs" ]; then
+		add_detail "$layer: $diffs" "$diffs"
+	elif [ "$f" -gt 0 ] && [ "$missing" -le 0 ]; then
+		add_detail "$layer: make installcheck output (last lines)" "$log"
+	fi
 	report "$layer" "$p" "$f"
 }
 
