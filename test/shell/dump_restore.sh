@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# dump_restore.sh - fencing tokens keep counting upwards after pg_dump and a
+# restore into a new database (SPEC guarantee 3; STYLE pitfall P14: the token
+# sequence is marked with pg_extension_config_dump, so its value is dumped).
+#
+# Issues a few tokens (session lock, transaction lock, one in a rolled-back
+# transaction, and a lease when fence.leases exists), dumps the database in
+# custom format (restored with pg_restore) and in plain format (restored with
+# psql), and checks in each restored database that the next token is greater
+# than every token seen before the dump.
+#
+# Run under scripts/temp-cluster.sh (test/run-all.sh does).
+set -euo pipefail
+
+: "${PGHOST:?run this under scripts/temp-cluster.sh}"
+SRC=fence_dump_src
+BIN=${FENCE_PGBIN:-$(dirname "$(command -v pg_dump)")}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_dump.XXXXXX")
+
+q() { local db=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	for db in "$SRC" fence_dump_custom fence_dump_plain; do
+		dropdb --if-exists "$db" >/dev/null 2>&1 || true
+	done
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+
+for db in "$SRC" fence_dump_custom fence_dump_plain; do dropdb --if-exists "$db"; done
+createdb "$SRC"
+q "$SRC" -c 'CREATE EXTENSION pg_fence'
+
+tokens=()
+tokens+=("$(q "$SRC" -c "SELECT fence.try_lock('dump/session')")")
+tokens+=("$(q "$SRC" -c BEGIN -c "SELECT fence.try_xact_lock('dump/xact')" -c COMMIT)")
+tokens+=("$(q "$SRC" -c BEGIN -c "SELECT fence.try_lock('dump/rolled-back')" -c ROLLBACK)")
+has_leases=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.leases') IS NOT NULL")
+if [ "$has_leases" = t ]; then
+	tokens+=("$(q "$SRC" -c "SELECT fence.lease_acquire('dump/lease', interval '1 hour', 'dump_restore.sh')")")
+fi
+max=0
+for t in "${tokens[@]}"; do
+	[[ "$t" =~ ^[0-9]+$ ]] || { echo "not a token: '$t'"; exit 1; }
+	[ "$t" -gt "$max" ] && max=$t
+done
+echo "tokens before the dump: ${tokens[*]} (leases: $has_leases)"
+
+"$BIN/pg_dump" -Fc -d "$SRC" -f "$WORK/db.dump"
+"$BIN/pg_dump" -Fp -d "$SRC" -f "$WORK/db.sql"
+
+createdb fence_dump_custom
+"$BIN/pg_restore" --exit-on-error -d fence_dump_custom "$WORK/db.dump"
+createdb fence_dump_plain
+q fence_dump_plain -f "$WORK/db.sql" >/dev/null
+
+fail=0
+for db in fence_dump_custom fence_dump_plain; do
+	next=$(q "$db" -c "SELECT fence.try_lock('dump/after-restore')")
+	if [[ "$next" =~ ^[0-9]+$ ]] && [ "$next" -gt "$max" ]; then
+		echo "$db: next token $next > $max: ok"
+	else
+		echo "FAILED: $db: next token '${next:-NULL}' is not greater than $max (a token seen before the dump)"
+		fail=1
+	fi
+	if [ "$has_leases" = t ]; then
+		lease_token=$(q "$db" -c "SELECT fence.lease_acquire('dump/lease-after', interval '1 hour')")
+		if [[ "$lease_token" =~ ^[0-9]+$ ]] && [ "$lease_token" -gt "$next" ]; then
+			echo "$db: next lease token $lease_token: ok"
+		else
+			echo "FAILED: $db: lease token '${lease_token:-NULL}' after restore is not greater than $next"
+			fail=1
+		fi
+		rows=$(q "$db" -c "SELECT count(*) FROM fence.leases WHERE name = 'dump/lease'")
+		echo "NOTE: lease held at dump time restored in $db: $([ "$rows" = 1 ] && echo yes || echo no)"
+	fi
+done
+exit "$fail"
