@@ -80,12 +80,15 @@ fi
 
 # Schema dumps, normalised: without comment and blank lines, psql's
 # \restrict keys (random), the OID-preserving calls of binary-upgrade mode,
-# the OIDs of the configuration tables, and the sequences' current values
-# (data, and the upgraded database has handed out tokens).
+# the OIDs of the configuration tables, the tables' frozen transaction ids
+# and the OIDs binary-upgrade mode refers to them by, and the sequences'
+# current values (data, and the upgraded database has handed out tokens).
 dump() {
 	"$BIN/pg_dump" -s --binary-upgrade -d "$1" |
 		grep -v -E '^--|^$|^\\(un)?restrict |binary_upgrade_set_next_|^SELECT pg_catalog\.setval\(' |
-		sed -E "s/(binary_upgrade_create_empty_extension\(.*)'\{[0-9,]*\}'/\1'{config OIDs}'/" >"$2"
+		sed -E -e "s/(binary_upgrade_create_empty_extension\(.*)'\{[0-9,]*\}'/\1'{config OIDs}'/" \
+			-e "s/^SET relfrozenxid = '[0-9]+', relminmxid = '[0-9]+'$/SET relfrozenxid = (xid), relminmxid = (mxid)/" \
+			-e "s/^WHERE oid = '[0-9]+';$/WHERE oid = (oid);/" >"$2"
 }
 dump "$UPGRADED" "$WORK/upgraded.sql"
 dump "$FRESH" "$WORK/fresh.sql"
