@@ -203,16 +203,19 @@ RegistryCleanup(int code, Datum arg)
 void
 InitStats()
 {
+	/*
+	 * Only when preloading: a PGC_POSTMASTER setting cannot be defined by a
+	 * library loaded later (FATAL), and it would size nothing anyway.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
 	DefineCustomIntVariable("fence.max_locks",
 							"Maximum number of held connection-bound locks fence.locks shows by name.",
 							"Size of the shared registry of held locks (about 1.1 kB each); "
-							"locks beyond it are still granted and shown without their name. "
-							"Needs pg_fence in shared_preload_libraries.",
+							"locks beyond it are still granted and shown without their name.",
 							&max_locks, 4096, 16, 1000000, PGC_POSTMASTER, 0,
 							nullptr, nullptr, nullptr);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
