@@ -71,21 +71,40 @@ EnsureHeldLocks()
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+/* Does this backend hold the lock manager's lock on tag (in any scope)? */
+bool
+HeldByMe(const LOCKTAG *tag)
+{
+#if PG_VERSION_NUM >= 170000
+	return LockHeldByMe(tag, ExclusiveLock, false);
+#else
+	return LockHeldByMe(tag, ExclusiveLock);
+#endif
+}
+
+/* Make room for one more transaction hold (may raise out of memory). */
+void
+ReserveXactHold()
+{
+	if (n_xact_holds < max_xact_holds)
+		return;
+
+	int			newmax = max_xact_holds == 0 ? 16 : max_xact_holds * 2;
+
+	if (xact_holds == nullptr)
+		xact_holds = static_cast<XactHold *>(
+			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(XactHold)));
+	else
+		xact_holds = static_cast<XactHold *>(
+			repalloc(xact_holds, newmax * sizeof(XactHold)));
+	max_xact_holds = newmax;
+}
+
+/* Record one transaction hold of lock (after ReserveXactHold: cannot fail). */
 void
 PushXactHold(HeldLock *lock)
 {
-	if (n_xact_holds == max_xact_holds)
-	{
-		int			newmax = max_xact_holds == 0 ? 16 : max_xact_holds * 2;
-
-		if (xact_holds == nullptr)
-			xact_holds = static_cast<XactHold *>(
-				MemoryContextAlloc(TopMemoryContext, newmax * sizeof(XactHold)));
-		else
-			xact_holds = static_cast<XactHold *>(
-				repalloc(xact_holds, newmax * sizeof(XactHold)));
-		max_xact_holds = newmax;
-	}
+	Assert(n_xact_holds < max_xact_holds);
 	xact_holds[n_xact_holds].lock = lock;
 	xact_holds[n_xact_holds].level = GetCurrentTransactionNestLevel();
 	n_xact_holds++;
@@ -120,16 +139,20 @@ CheckSessionHolds(HeldLock *lock)
 	LOCKTAG		tag;
 
 	SetNameLockTag(&tag, lock->key);
-	if (!LockHeldByMe(&tag, ExclusiveLock))
+	if (!HeldByMe(&tag))
 	{
 		lock->session_holds = 0;
 		ForgetIfUnheld(lock);
 	}
 }
 
-/* Find the held entry for name, or nullptr; refuses a 64-bit collision. */
+/*
+ * Find the held entry for name, or nullptr.  Another name with the same
+ * 64-bit hash held by this backend is refused with an error, or, when
+ * collision_ok, reported as "not held" (nullptr).
+ */
 HeldLock *
-FindHeld(NameArg name, uint64 key)
+FindHeld(NameArg name, uint64 key, bool collision_ok)
 {
 	if (held_locks == nullptr)
 		return nullptr;
@@ -138,35 +161,53 @@ FindHeld(NameArg name, uint64 key)
 
 	if (lock == nullptr)
 		return nullptr;
+	/* a stale entry is forgotten first: it must neither match nor collide */
+	CheckSessionHolds(lock);
+	lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
+	if (lock == nullptr)
+		return nullptr;
 	if (lock->name_len != name.len || memcmp(lock->name, name.data, name.len) != 0)
+	{
+		if (collision_ok)
+			return nullptr;
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("lock name \"%s\" has the same 64-bit hash as held lock \"%s\"",
 						NameCString(name), lock->name),
 				 errhint("Release \"%s\" first, or use another name.", lock->name)));
-	CheckSessionHolds(lock);
-	/* it may have been forgotten just now */
-	return static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
+	}
+	return lock;
 }
 
 /*
- * LockAcquire that waits at most wait_usecs (> 0), without changing any GUC
- * the caller can see: the lock manager reads the C variable LockTimeout when
- * it starts to sleep, so set it for the duration of the call and restore it
- * on every path.  A shorter lock_timeout of the caller's still applies.
- * Raises 55P03 naming the lock when our limit expires.
+ * LockAcquire that waits: wait_usecs < 0 without a limit of our own, > 0 at
+ * most that long (rounded up to whole milliseconds, and capped at INT_MAX
+ * milliseconds, the largest lock_timeout), then 55P03 naming the lock.
+ *
+ * No GUC the caller can see changes: the lock manager reads the C variable
+ * LockTimeout when it starts to sleep, so set it for the duration of the call
+ * and restore it on every path.  A shorter lock_timeout of the caller's still
+ * applies (with PostgreSQL's own 55P03 message).
+ *
+ * An error while waiting (cancel, statement_timeout, lock timeout, deadlock)
+ * can race with the grant: the lock manager may have granted the lock just
+ * before the error was raised, and the abort's LockErrorCleanup() would then
+ * record it as held; a session lock would so outlive the failed call,
+ * unknown to pg_fence.  Clean up the wait here instead, and release the lock
+ * if it was granted, before the error propagates (SPEC guarantee 8).
  */
 LockAcquireResult
-AcquireWithTimeout(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
+WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 {
-	int			saved_timeout = LockTimeout;
-	int64		wait_ms = (wait_usecs + 999) / 1000;
-	bool		ours = saved_timeout <= 0 || wait_ms < saved_timeout;
+	const int	saved_timeout = LockTimeout;
+	const int64 wait_ms = wait_usecs <= 0 ? 0 :
+		Min(wait_usecs / 1000 + (wait_usecs % 1000 != 0), (int64) PG_INT32_MAX);
+	const bool	ours = wait_ms > 0 && (saved_timeout <= 0 || wait_ms < saved_timeout);
 	volatile LockAcquireResult res = LOCKACQUIRE_NOT_AVAIL;
 	MemoryContext oldcxt = CurrentMemoryContext;
 
 	if (ours)
-		LockTimeout = (int) Min(wait_ms, (int64) PG_INT32_MAX);
+		LockTimeout = (int) wait_ms;
 
 	PG_TRY();
 	{
@@ -175,6 +216,10 @@ AcquireWithTimeout(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg n
 	PG_CATCH();
 	{
 		LockTimeout = saved_timeout;
+		/* out of the wait queue, or granted after all: then give it back */
+		LockErrorCleanup();
+		if (HeldByMe(tag))
+			LockRelease(tag, ExclusiveLock, session);
 		MemoryContextSwitchTo(oldcxt);
 
 		ErrorData  *edata = CopyErrorData();
@@ -186,7 +231,7 @@ AcquireWithTimeout(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg n
 			FlushErrorState();
 			StatsCount(StatKind::kTimeouts);
 			memset(&iv, 0, sizeof(iv));
-			iv.time = wait_usecs;
+			iv.time = wait_ms * 1000;
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("could not obtain lock \"%s\" within %s",
@@ -214,21 +259,19 @@ XactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			/* the lock manager releases (or, PREPARE, hands over) xact locks */
-			for (int i = 0; i < n_xact_holds; i++)
-				xact_holds[i].lock->xact_holds = 0;
+
+			/*
+			 * The lock manager releases (or, PREPARE, hands over) the
+			 * transaction locks.  Each array element is one of its lock's
+			 * xact_holds, so the count reaches 0 at the lock's last element,
+			 * and only then may the entry be forgotten.
+			 */
 			for (int i = 0; i < n_xact_holds; i++)
 			{
 				HeldLock   *lock = xact_holds[i].lock;
 
-				/* may appear several times: forget it only once */
-				if (lock != nullptr && lock->xact_holds == 0 && lock->session_holds == 0)
-				{
-					for (int j = i + 1; j < n_xact_holds; j++)
-						if (xact_holds[j].lock == lock)
-							xact_holds[j].lock = nullptr;
+				if (--lock->xact_holds == 0)
 					ForgetIfUnheld(lock);
-				}
 			}
 			n_xact_holds = 0;
 			break;
@@ -299,9 +342,11 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 				 errdetail("Granting a lock issues a fencing token, which writes to the token sequence.")));
 
 	EnsureHeldLocks();
+	if (!session)
+		ReserveXactHold();
 
 	uint64		key = NameHash(name);
-	HeldLock   *lock = FindHeld(name, key);
+	HeldLock   *lock = FindHeld(name, key, false);
 	LOCKTAG		tag;
 
 	SetNameLockTag(&tag, key);
@@ -332,10 +377,8 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 
 	if (wait_usecs == 0)
 		res = LockAcquire(&tag, ExclusiveLock, session, true);
-	else if (wait_usecs < 0)
-		res = LockAcquire(&tag, ExclusiveLock, session, false);
 	else
-		res = AcquireWithTimeout(&tag, session, wait_usecs, name);
+		res = WaitForLock(&tag, session, wait_usecs, name);
 
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 	{
@@ -345,8 +388,8 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 
 	/*
 	 * Granted.  Whatever fails from here on (token issuance, cancel, out of
-	 * memory) must not leave the lock held: release it before the error
-	 * propagates (SPEC guarantee 8).
+	 * memory) must not leave the lock held, nor an entry for it: undo both
+	 * before the error propagates (SPEC guarantee 8).
 	 */
 	volatile bool entered = false;
 	MemoryContext oldcxt = CurrentMemoryContext;
@@ -357,14 +400,16 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		bool		found;
 
 		lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_ENTER, &found));
+		Assert(!found);
+		lock->name = nullptr;
+		lock->session_holds = 0;
+		lock->xact_holds = 0;
 		entered = true;
 		lock->name = static_cast<char *>(MemoryContextAlloc(TopMemoryContext, name.len + 1));
 		memcpy(lock->name, name.data, name.len);
 		lock->name[name.len] = '\0';
 		lock->name_len = name.len;
 		lock->token = t;
-		lock->session_holds = 0;
-		lock->xact_holds = 0;
 		lock->granted_at = GetCurrentTimestamp();
 		if (session)
 			lock->session_holds = 1;
@@ -385,8 +430,15 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 			HeldLock   *partial = static_cast<HeldLock *>(
 				hash_search(held_locks, &key, HASH_FIND, nullptr));
 
-			if (partial != nullptr && partial->session_holds == 0 && partial->xact_holds == 0)
+			if (partial != nullptr)
+			{
+				if (partial->xact_holds > 0 && n_xact_holds > 0 &&
+					xact_holds[n_xact_holds - 1].lock == partial)
+					n_xact_holds--;
+				if (partial->name != nullptr)
+					pfree(partial->name);
 				hash_search(held_locks, &key, HASH_REMOVE, nullptr);
+			}
 		}
 		LockRelease(&tag, ExclusiveLock, session);
 		PG_RE_THROW();
@@ -412,7 +464,7 @@ static bool
 ReleaseLock(NameArg name, int64 token)
 {
 	uint64		key = NameHash(name);
-	HeldLock   *lock = FindHeld(name, key);
+	HeldLock   *lock = FindHeld(name, key, true);
 
 	if (lock == nullptr || lock->session_holds == 0 || lock->token != token)
 		return false;
@@ -449,7 +501,7 @@ ReleaseAllSessionLocks()
 
 		SetNameLockTag(&tag, lock->key);
 		/* skip holds that pg_advisory_unlock_all() / DISCARD ALL already ended */
-		if (lock->xact_holds > 0 || LockHeldByMe(&tag, ExclusiveLock))
+		if (lock->xact_holds > 0 || HeldByMe(&tag))
 		{
 			LockRelease(&tag, ExclusiveLock, true);
 			released++;
