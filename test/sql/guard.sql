@@ -239,7 +239,22 @@ SELECT count(*) FROM pg_trigger WHERE tgrelid = 'guard_acct'::regclass;
 SELECT fence.guard('guard_acct');
 UPDATE guard_acct SET balance = 0 WHERE id = 4;
 
--- every FN001 above was counted once
+-- fence.fenced_update passes the guard: its rows present a higher token
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 7}');
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 19, '{"balance": 8}');  -- stale: false
+SELECT * FROM guard_acct WHERE id = 4;
+-- allow_equal with the row's own token leaves the fence unchanged, so the
+-- guard wants fence.token as well
+\set VERBOSITY sqlstate
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+\set VERBOSITY default
+BEGIN;
+SET LOCAL fence.token = 20;
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 4;
+
+-- every FN001 above was counted once, and the stale fenced_update too
 SELECT stale_writes_rejected - :stale0 AS stale_writes_counted FROM fence.stats();
 
 DROP VIEW guard_view;
