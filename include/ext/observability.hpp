@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * observability.hpp
+ *	  Shared memory behind fence.stats() and the view fence.locks (the
+ *	  side of src/stats.cpp that include/ext/stats.hpp does not show).
+ *
+ * With pg_fence in shared_preload_libraries, _PG_init (InitStats) reserves
+ *	 - per-database counters: kStatSlots slots of pg_atomic_uint64, claimed
+ *	   by database OID (lock-free) on first use;
+ *	 - the registry of held connection-bound locks: a fixed-size shared hash
+ *	   (fence.max_locks entries, PGC_POSTMASTER, default 4096) keyed by
+ *	   (pid, database, 64-bit name hash) holding the whole name (up to 1024
+ *	   bytes), token, kind and grant time, under one LWLock.
+ * Without it every counter and registry call is a no-op.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/observability.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/stats.hpp"
+
+namespace fence {
+
+/* Databases whose counters are kept (the first ones to count something). */
+constexpr int kStatSlots = 128;
+
+/* Define fence.max_locks and, when preloading, request shared memory. */
+void		InitStats();
+
+/* Is the shared memory there (pg_fence in shared_preload_libraries)? */
+bool		StatsAvailable();
+
+/* Counters of database dbid since server start; false without shared memory. */
+bool		StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount]);
+
+/* One registry entry, copied out of shared memory (palloc'd name). */
+struct RegisteredLock
+{
+	int32		pid;
+	uint64		key;
+	int64		token;
+	TimestampTz granted_at;
+	char		kind;			/* 's' or 'x' */
+	char	   *name;
+};
+
+/* The registry entries of database dbid (palloc'd array); returns the count. */
+int			RegistrySnapshot(Oid dbid, RegisteredLock **out);
+
+}							/* namespace fence */

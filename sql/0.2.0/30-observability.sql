@@ -1,0 +1,75 @@
+--
+-- Observability: fence.stats(), fence.held_locks() and the view fence.locks
+-- (src/observability.cpp, src/stats.cpp).
+--
+-- Everyone may read them.  They show what pg_locks and pg_stat_activity
+-- already show to every role (who holds which lock, application_name), plus
+-- lock names, tokens and lease holders.  Tokens are not secrets: they are
+-- sequential and guessable by design, and no operation accepts a token as
+-- its only proof (unlock needs the holding session, lease renew/release the
+-- acquiring role, and fenced writes only compare tokens).
+--
+
+CREATE FUNCTION fence.stats(OUT acquired bigint, OUT busy bigint, OUT timeouts bigint,
+                            OUT lease_takeovers bigint, OUT stale_writes_rejected bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'fence_stats'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fence.stats() IS
+'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs when pg_fence is not in shared_preload_libraries.';
+
+CREATE FUNCTION fence.held_locks(OUT pid integer, OUT key bigint, OUT name text,
+                                 OUT token bigint, OUT kind text,
+                                 OUT granted_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'fence_held_locks'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 100;
+
+COMMENT ON FUNCTION fence.held_locks() IS
+'Internal (used by the view fence.locks): the shared registry of connection-bound locks held in the current database, keyed by backend pid and the 64-bit name hash of the lock tag. Empty when pg_fence is not in shared_preload_libraries. May list a lock its backend has just released; the view keeps only locks pg_locks shows as held.';
+
+-- One row per held lock or lease.  Connection-bound locks come from
+-- pg_locks (advisory locks of pg_fence's tag class 0x6665 = 26213 in this
+-- database), so a lock is shown exactly while the lock manager holds it;
+-- name, kind, token and granted_at come from the registry and are NULL when
+-- it has no entry (no shared_preload_libraries, or fence.max_locks full).
+CREATE VIEW fence.locks AS
+WITH tags AS (
+    SELECT l.pid, l.granted,
+           (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+               OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
+      FROM pg_catalog.pg_locks AS l
+     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+       AND l.objsubid OPERATOR(pg_catalog.=) 26213
+       AND l.database OPERATOR(pg_catalog.=)
+           (SELECT d.oid FROM pg_catalog.pg_database AS d
+             WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+), counted AS (
+    SELECT t.pid, t.granted, t.key,
+           pg_catalog.count(*) FILTER (WHERE NOT t.granted)
+               OVER (PARTITION BY t.key) AS waiters
+      FROM tags AS t
+)
+SELECT r.name, r.kind, r.token, c.pid,
+       a.application_name AS holder,
+       r.granted_at,
+       NULL::timestamptz AS expires_at,
+       NULL::boolean AS expired,
+       c.waiters::integer AS waiters
+  FROM counted AS c
+  LEFT JOIN fence.held_locks() AS r
+         ON r.pid OPERATOR(pg_catalog.=) c.pid AND r.key OPERATOR(pg_catalog.=) c.key
+  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) c.pid
+ WHERE c.granted
+UNION ALL
+SELECT le.name, 'lease'::text, le.token, NULL::integer,
+       le.holder, le.granted_at, le.expires_at,
+       le.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),
+       0
+  FROM fence.leases AS le;
+
+COMMENT ON VIEW fence.locks IS
+'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases). Without shared_preload_libraries connection-bound locks are listed with NULL name, kind, token and granted_at.';
+
+GRANT SELECT ON fence.locks TO PUBLIC;

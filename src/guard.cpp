@@ -1,0 +1,536 @@
+/*-------------------------------------------------------------------------
+ *
+ * guard.cpp
+ *	  Fenced writes for every client: the fence.token setting, the guard
+ *	  trigger function fence.guard_trigger(), and fence.guard /
+ *	  fence.unguard, which install and remove it.
+ *
+ * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
+ * "fence_guard" that runs fence.guard_trigger('<fence column>').  For each
+ * row it finds the token the write presents:
+ *
+ *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
+ *	   presents the new value;
+ *	 - otherwise (an UPDATE that leaves the fence column unchanged, any
+ *	   DELETE) the write presents fence.token, if the current transaction set
+ *	   it (see guard.hpp), and an UPDATE then stamps the row's fence with it.
+ *
+ * The write goes ahead iff the token is not lower than the row's current
+ * fence (a NULL fence accepts any token); a lower one raises FN001, none
+ * FN003.  fence.fenced_update sets fence = token WHERE fence < token, so the
+ * rows it changes present a higher token and pass.  The trigger runs once
+ * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
+ * UPDATE, MERGE) are checked row by row.
+ *
+ * This file is PostgreSQL-style code: its frames hold only trivially
+ * destructible locals; the SQL entry points run it through fence::Entry.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/guard.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "ext/guard.hpp"
+
+#include "ext/boundary.hpp"
+#include "ext/stats.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+}
+
+#define ERRCODE_FENCE_STALE_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '1')
+#define ERRCODE_FENCE_NO_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '3')
+
+namespace fence {
+
+namespace {
+
+/* The GUC's "extra": the parsed value and the transaction that set it. */
+struct TokenExtra
+{
+	bool		has_token;
+	int64		token;
+	LocalTransactionId lxid;	/* InvalidLocalTransactionId: no transaction */
+};
+
+char	   *token_string = nullptr;
+const TokenExtra *token_current = nullptr;
+
+/* While DefineCustomStringVariable converts a placeholder (see InitGuard). */
+bool		defining_token = false;
+bool		placeholder_set_in_xact = false;
+
+LocalTransactionId
+CurrentLxid()
+{
+	if (MyProc == nullptr || !IsTransactionState())
+		return InvalidLocalTransactionId;
+#if PG_VERSION_NUM >= 170000
+	return MyProc->vxid.lxid;
+#else
+	return MyProc->lxid;
+#endif
+}
+
+/*
+ * Check hook: parse the value and remember the transaction that sets it.
+ * The check hook runs only when a new value is set (SET, SET LOCAL,
+ * set_config, a function's SET clause, the configuration file, connection
+ * options), never when a saved value is restored at (sub)transaction end:
+ * restored values come back with their own extra.
+ */
+bool
+CheckToken(char **newval, void **extra, GucSource source)
+{
+	const char *s = *newval;
+	int64		value = 0;
+	bool		has = false;
+
+	if (s != nullptr)
+	{
+		while (isspace((unsigned char) *s))
+			s++;
+		if (*s != '\0')
+		{
+			char	   *end;
+
+			errno = 0;
+			value = strtoi64(s, &end, 10);
+			while (isspace((unsigned char) *end))
+				end++;
+			if (errno != 0 || end == s || *end != '\0')
+			{
+				GUC_check_errdetail("fence.token must be a fencing token (a bigint), or empty for none.");
+				return false;
+			}
+			has = true;
+		}
+	}
+
+	TokenExtra *e = static_cast<TokenExtra *>(malloc(sizeof(TokenExtra)));	/* freed by guc.c with free() */
+
+	if (e == nullptr)
+		return false;
+	e->has_token = has;
+	e->token = value;
+	e->lxid = InvalidLocalTransactionId;
+	if (has)
+	{
+		/*
+		 * When the library is loaded after the session SET fence.token (no
+		 * shared_preload_libraries), the placeholder's values are applied
+		 * again here.  They count for the current transaction only if the
+		 * placeholder was set in it (it then has a GUC stack); a value left
+		 * over from an earlier transaction does not.
+		 */
+		if (!defining_token || placeholder_set_in_xact)
+			e->lxid = CurrentLxid();
+	}
+	*extra = e;
+	return true;
+}
+
+void
+AssignToken(const char *newval, void *extra)
+{
+	token_current = static_cast<const TokenExtra *>(extra);
+}
+
+/* Was the placeholder of fence.token set in the current transaction? */
+bool
+PlaceholderSetInTransaction()
+{
+	struct config_generic *gen = nullptr;
+
+#if PG_VERSION_NUM >= 160000
+	gen = find_option("fence.token", false, true, DEBUG1);
+#else
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(vars[i]->name, "fence.token") == 0)
+		{
+			gen = vars[i];
+			break;
+		}
+#endif
+	return gen != nullptr && gen->stack != nullptr && IsTransactionState();
+}
+
+/* "schema.table", quoted as needed (palloc'd). */
+char *
+QualifiedName(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
+
+/*
+ * The row's key for messages: its primary key values, "(id)=(42)", when the
+ * table has one and the user may see them (BuildIndexValueDescription
+ * checks column privileges and row-level security), else "ctid (0,1)".
+ */
+char *
+RowDescription(Relation rel, HeapTuple tuple)
+{
+	char	   *desc = nullptr;
+	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+
+	if (OidIsValid(pk))
+	{
+		Relation	idx = index_open(pk, AccessShareLock);
+		int			nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+
+		for (int i = 0; i < nkeys; i++)
+			values[i] = heap_getattr(tuple, idx->rd_index->indkey.values[i],
+									 RelationGetDescr(rel), &isnull[i]);
+		desc = BuildIndexValueDescription(idx, values, isnull);
+		index_close(idx, AccessShareLock);
+	}
+	if (desc == nullptr)
+		desc = psprintf("ctid (%u,%u)", ItemPointerGetBlockNumberNoCheck(&tuple->t_self),
+						(unsigned) ItemPointerGetOffsetNumberNoCheck(&tuple->t_self));
+	return desc;
+}
+
+void
+RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 current)
+{
+	char	   *table = QualifiedName(rel);
+	char	   *key = RowDescription(rel, row);
+
+	ReportStaleWrite("guard", psprintf("%s %s", table, key), presented, current);
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCE_STALE_TOKEN),
+			 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT " of row %s in table %s",
+					presented, current, key, table),
+			 errdetail("The %s was rejected: a guarded row accepts only writes whose token is not lower than its fence, and a newer lock holder has written it.",
+					   op),
+			 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
+}
+
+void
+RaiseNoToken(Relation rel, HeapTuple row, bool is_update, const char *column,
+			 TokenState state)
+{
+	char	   *table = QualifiedName(rel);
+	char	   *key = RowDescription(rel, row);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCE_NO_TOKEN),
+			 errmsg("no fencing token presented for %s of row %s in table %s",
+					is_update ? "UPDATE" : "DELETE", key, table),
+			 state == TokenState::kOtherTransaction
+			 ? errdetail("fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
+			 : is_update
+			 ? errdetail("The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.", column)
+			 : errdetail("fence.token is not set in this transaction."),
+			 is_update
+			 ? errhint("Set the fence column \"%s\" to the token in the UPDATE, or run SET LOCAL fence.token = <token> in the same transaction.", column)
+			 : errhint("Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
+}
+
+/* The body of fence.guard_trigger(). */
+Datum
+GuardTrigger(FunctionCallInfo fcinfo)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fence.guard_trigger() must be called as a trigger"),
+				 errhint("Use fence.guard(table) to install it.")));
+
+	TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+	TriggerEvent ev = td->tg_event;
+	bool		is_update = TRIGGER_FIRED_BY_UPDATE(ev);
+
+	if (!TRIGGER_FIRED_BEFORE(ev) || !TRIGGER_FIRED_FOR_ROW(ev) ||
+		!(is_update || TRIGGER_FIRED_BY_DELETE(ev)) || td->tg_trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("fence.guard_trigger() must run BEFORE UPDATE OR DELETE FOR EACH ROW with the fence column as its argument"),
+				 errhint("Use fence.guard(table) to install it.")));
+
+	Relation	rel = td->tg_relation;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	const char *column = td->tg_trigger->tgargs[0];
+	int			attnum = SPI_fnumber(tupdesc, column);
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("fence column \"%s\" of guarded table %s does not exist", column,
+						QualifiedName(rel)),
+				 errhint("Run fence.unguard and fence.guard again with the current fence column.")));
+	if (TupleDescAttr(tupdesc, attnum - 1)->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("fence column \"%s\" of guarded table %s is not of type bigint", column,
+						QualifiedName(rel))));
+
+	HeapTuple	old_row = td->tg_trigtuple;
+	bool		old_null;
+	int64		current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
+
+	if (is_update)
+	{
+		HeapTuple	new_row = td->tg_newtuple;
+		bool		new_null;
+		int64		fresh = DatumGetInt64(heap_getattr(new_row, attnum, tupdesc, &new_null));
+
+		/* The UPDATE changes the fence column: the new value is its token. */
+		if (!new_null && (old_null || fresh != current))
+		{
+			if (!old_null && fresh < current)
+				RaiseStale(rel, old_row, "UPDATE", fresh, current);
+			return PointerGetDatum(new_row);
+		}
+
+		/* Otherwise the token comes from fence.token; stamp the row with it. */
+		int64		token;
+		TokenState	state = CurrentTokenSetting(&token);
+
+		if (state != TokenState::kValid)
+			RaiseNoToken(rel, old_row, true, column, state);
+		if (!old_null && token < current)
+			RaiseStale(rel, old_row, "UPDATE", token, current);
+
+		int			cols[1] = {attnum};
+		Datum		values[1] = {Int64GetDatum(token)};
+		bool		nulls[1] = {false};
+
+		return PointerGetDatum(heap_modify_tuple_by_cols(new_row, tupdesc, 1, cols, values, nulls));
+	}
+
+	int64		token;
+	TokenState	state = CurrentTokenSetting(&token);
+
+	if (state != TokenState::kValid)
+		RaiseNoToken(rel, old_row, false, column, state);
+	if (!old_null && token < current)
+		RaiseStale(rel, old_row, "DELETE", token, current);
+	return PointerGetDatum(old_row);
+}
+
+/* Open rel for (un)guarding: a table, owned by the current user. */
+Relation
+OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"rel\" must not be null")));
+
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel = relation_open(relid, lockmode);
+	char		relkind = rel->rd_rel->relkind;
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot %s \"%s\"", verb, RelationGetRelationName(rel)),
+				 errdetail_relkind_not_supported(relkind),
+				 errhint("Only tables can be guarded.")));
+
+	/* Like CREATE TRIGGER / DROP TRIGGER, but only the owner may do it. */
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind),
+					   RelationGetRelationName(rel));
+	return rel;
+}
+
+/* fence.guard(rel regclass, fence_column name) */
+Datum
+Guard(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"fence_column\" must not be null")));
+
+	/* CREATE TRIGGER's lock, taken before any check */
+	Relation	rel = OpenGuardTarget(fcinfo, ShareRowExclusiveLock, "guard");
+	Oid			relid = RelationGetRelid(rel);
+	const char *column = NameStr(*PG_GETARG_NAME(1));
+	AttrNumber	attnum = get_attnum(relid, column);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist", column,
+						RelationGetRelationName(rel)),
+				 errhint("A guarded table needs a bigint fence column, e.g. ALTER TABLE ... ADD COLUMN fence bigint NOT NULL DEFAULT 0.")));
+
+	Oid			type = get_atttype(relid, attnum);
+
+	if (type != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("fence column \"%s\" of relation \"%s\" is of type %s, not bigint",
+						column, RelationGetRelationName(rel), format_type_be(type))));
+
+	if (OidIsValid(get_trigger_oid(relid, kGuardTriggerName, true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("table %s is already guarded", QualifiedName(rel)),
+				 errdetail("It has a trigger named \"%s\".", kGuardTriggerName),
+				 errhint("Run fence.unguard first to guard it with another fence column.")));
+
+	/*
+	 * CREATE TRIGGER fence_guard BEFORE UPDATE OR DELETE ON rel FOR EACH ROW
+	 * EXECUTE FUNCTION fence.guard_trigger(column), built as a parse node
+	 * from catalog names: no SQL text is assembled.
+	 */
+	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+
+	stmt->replace = false;
+	stmt->isconstraint = false;
+	stmt->trigname = pstrdup(kGuardTriggerName);
+	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
+								  pstrdup(RelationGetRelationName(rel)), -1);
+	stmt->funcname = list_make2(makeString(pstrdup("fence")),
+								makeString(pstrdup("guard_trigger")));
+	stmt->args = list_make1(makeString(pstrdup(column)));
+	stmt->row = true;
+	stmt->timing = TRIGGER_TYPE_BEFORE;
+	stmt->events = TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
+	stmt->columns = NIL;
+	stmt->whenClause = nullptr;
+	stmt->transitionRels = NIL;
+	stmt->deferrable = false;
+	stmt->initdeferred = false;
+	stmt->constrrel = nullptr;
+
+	(void) CreateTrigger(stmt, "fence.guard()", relid, InvalidOid, InvalidOid, InvalidOid,
+						 InvalidOid, InvalidOid, nullptr, false, false);
+	CommandCounterIncrement();
+	relation_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/* fence.unguard(rel regclass) */
+Datum
+Unguard(FunctionCallInfo fcinfo)
+{
+	/* DROP TRIGGER's lock */
+	Relation	rel = OpenGuardTarget(fcinfo, AccessExclusiveLock, "unguard");
+	Oid			relid = RelationGetRelid(rel);
+	Oid			trigoid = get_trigger_oid(relid, kGuardTriggerName, true);
+	bool		ours = false;
+
+	/* Drop only a trigger that fence.guard made (runs fence.guard_trigger). */
+	if (OidIsValid(trigoid) && rel->trigdesc != nullptr)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (t->tgoid == trigoid)
+			{
+				char	   *fn = get_func_name(t->tgfoid);
+				char	   *nsp = get_namespace_name(get_func_namespace(t->tgfoid));
+
+				ours = fn != nullptr && nsp != nullptr && strcmp(fn, "guard_trigger") == 0 &&
+					strcmp(nsp, "fence") == 0;
+			}
+		}
+	if (!ours)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s is not guarded", QualifiedName(rel)),
+				 OidIsValid(trigoid)
+				 ? errdetail("Its trigger \"%s\" was not installed by fence.guard.", kGuardTriggerName)
+				 : 0));
+
+	ObjectAddress addr;
+
+	ObjectAddressSet(addr, TriggerRelationId, trigoid);
+	performDeletion(&addr, DROP_RESTRICT, 0);
+	CommandCounterIncrement();
+	relation_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+}							/* namespace */
+
+TokenState
+CurrentTokenSetting(int64 *token)
+{
+	if (token_current == nullptr || !token_current->has_token)
+		return TokenState::kUnset;
+
+	LocalTransactionId lxid = CurrentLxid();
+
+	if (lxid == InvalidLocalTransactionId || token_current->lxid != lxid)
+		return TokenState::kOtherTransaction;
+	*token = token_current->token;
+	return TokenState::kValid;
+}
+
+void
+InitGuard()
+{
+	placeholder_set_in_xact = PlaceholderSetInTransaction();
+	defining_token = true;
+	DefineCustomStringVariable("fence.token",
+							   "Fencing token presented by UPDATE and DELETE of guarded tables.",
+							   "Counts only in the transaction that set it: use SET LOCAL fence.token = <token>. "
+							   "A value set in an earlier transaction is ignored.",
+							   &token_string, "", PGC_USERSET,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   CheckToken, AssignToken, nullptr);
+	defining_token = false;
+}
+
+}							/* namespace fence */
+
+/*
+ * fence.guard_trigger() RETURNS trigger
+ *	 BEFORE UPDATE OR DELETE FOR EACH ROW; argument: the fence column.
+ *	 Raises FN001 (stale token) and FN003 (no token).  Takes no locks of its
+ *	 own.
+ */
+FENCE_SQL_FUNCTION(fence_guard_trigger)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::GuardTrigger(fc); });
+}
+
+/*
+ * fence.guard(rel regclass, fence_column name DEFAULT 'fence') RETURNS void
+ *	 Installs the trigger "fence_guard" on rel.  Owner only (42501).
+ *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER).  Errors: 42809
+ *	 not a table, 42703 no such column, 42804 not bigint, 42710 already
+ *	 guarded, 22023 NULL argument.
+ */
+FENCE_SQL_FUNCTION(fence_guard)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::Guard(fc); });
+}
+
+/*
+ * fence.unguard(rel regclass) RETURNS void
+ *	 Drops the trigger "fence_guard" of rel.  Owner only (42501).
+ *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42704 not
+ *	 guarded, 42809 not a table, 22023 NULL argument.
+ */
+FENCE_SQL_FUNCTION(fence_unguard)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::Unguard(fc); });
+}

@@ -1,0 +1,76 @@
+-- pgTAP: shape and privileges of guard, unguard, advance and the
+-- observability objects.  Run with pg_prove against a database where
+-- pgtap and pg_fence can be created; everything is rolled back.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+CREATE EXTENSION IF NOT EXISTS pg_fence;
+SELECT plan(44);
+
+-- functions and signatures
+SELECT has_function('fence', 'guard', ARRAY['regclass', 'name']);
+SELECT has_function('fence', 'unguard', ARRAY['regclass']);
+SELECT has_function('fence', 'guard_trigger', ARRAY[]::name[]);
+SELECT has_function('fence', 'advance', ARRAY['text', 'bigint']);
+SELECT has_function('fence', 'stats', ARRAY[]::name[]);
+SELECT has_function('fence', 'held_locks', ARRAY[]::name[]);
+SELECT function_returns('fence', 'guard', ARRAY['regclass', 'name'], 'void');
+SELECT function_returns('fence', 'unguard', ARRAY['regclass'], 'void');
+SELECT function_returns('fence', 'guard_trigger', ARRAY[]::name[], 'trigger');
+SELECT function_returns('fence', 'advance', ARRAY['text', 'bigint'], 'boolean');
+SELECT function_returns('fence', 'stats', ARRAY[]::name[], 'record');
+SELECT function_returns('fence', 'held_locks', ARRAY[]::name[], 'setof record');
+SELECT volatility_is('fence', 'advance', ARRAY['text', 'bigint'], 'volatile');
+SELECT volatility_is('fence', 'guard', ARRAY['regclass', 'name'], 'volatile');
+SELECT is((SELECT pg_get_function_arguments('fence.guard(regclass, name)'::regprocedure)),
+          'rel regclass, fence_column name DEFAULT ''fence''::name', 'guard: fence_column defaults to fence');
+
+-- security: only advance is SECURITY DEFINER, with a pinned search_path
+SELECT is_definer('fence', 'advance', ARRAY['text', 'bigint']);
+SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'fence.advance(text, bigint)'::regprocedure),
+          ARRAY['search_path=pg_catalog, pg_temp'], 'advance pins search_path');
+SELECT isnt_definer('fence', 'guard', ARRAY['regclass', 'name']);
+SELECT isnt_definer('fence', 'unguard', ARRAY['regclass']);
+SELECT isnt_definer('fence', 'guard_trigger', ARRAY[]::name[]);
+SELECT isnt_definer('fence', 'stats', ARRAY[]::name[]);
+SELECT isnt_definer('fence', 'held_locks', ARRAY[]::name[]);
+SELECT function_privs_are('fence', 'advance', ARRAY['text', 'bigint'], 'public', ARRAY['EXECUTE']);
+SELECT function_privs_are('fence', 'stats', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+SELECT function_privs_are('fence', 'held_locks', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+
+-- fence.resources: the extension's, dumped, closed to PUBLIC
+SELECT has_table('fence', 'resources', 'fence.resources exists');
+SELECT columns_are('fence', 'resources', ARRAY['name', 'token', 'updated_at']);
+SELECT col_is_pk('fence', 'resources', 'name', 'resources keyed by name');
+SELECT col_not_null('fence', 'resources', 'token', 'resources.token is NOT NULL');
+SELECT table_privs_are('fence', 'resources', 'public', ARRAY[]::text[]);
+SELECT ok((SELECT 'fence.resources'::regclass = ANY (extconfig) FROM pg_extension
+            WHERE extname = 'pg_fence'), 'fence.resources is dumped by pg_dump');
+
+-- fence.locks: readable by everyone
+SELECT has_view('fence', 'locks', 'fence.locks exists');
+SELECT columns_are('fence', 'locks', ARRAY['name', 'kind', 'token', 'pid', 'holder',
+                   'granted_at', 'expires_at', 'expired', 'waiters']);
+SELECT table_privs_are('fence', 'locks', 'public', ARRAY['SELECT']);
+
+-- error contracts
+CREATE TABLE tap_guarded (id int PRIMARY KEY, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO tap_guarded VALUES (1, 5);
+CREATE VIEW tap_view AS SELECT * FROM tap_guarded;
+SELECT lives_ok($$SELECT fence.guard('tap_guarded')$$, 'guard a table');
+SELECT throws_ok($$SELECT fence.guard('tap_guarded')$$, '42710', NULL, 'guard twice: 42710');
+SELECT throws_ok($$SELECT fence.guard('tap_view')$$, '42809', NULL, 'guard a view: 42809');
+SELECT throws_ok($$UPDATE tap_guarded SET fence = 4$$, 'FN001', NULL, 'stale token: FN001');
+SELECT throws_ok($$DELETE FROM tap_guarded$$, 'FN003', NULL, 'no token: FN003');
+SELECT throws_ok($$SELECT fence.advance(NULL, 1)$$, '22023', NULL, 'advance NULL resource: 22023');
+CREATE ROLE tap_other;
+GRANT UPDATE ON tap_guarded TO tap_other;
+SET LOCAL ROLE tap_other;
+SELECT throws_ok($$SELECT fence.unguard('tap_guarded')$$, '42501', NULL, 'unguard by a non-owner: 42501');
+RESET ROLE;
+SELECT lives_ok($$SELECT fence.unguard('tap_guarded')$$, 'unguard');
+SELECT throws_ok($$SELECT fence.unguard('tap_guarded')$$, '42704', NULL, 'unguard twice: 42704');
+SELECT is((SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 'tap_guarded'::regclass), 0,
+          'unguard removed the trigger');
+
+SELECT * FROM finish();
+ROLLBACK;

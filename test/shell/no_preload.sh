@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# no_preload.sh - pg_fence without shared_preload_libraries.
+#
+# Starts its own throwaway cluster with shared_preload_libraries empty
+# (FENCE_PRELOAD= scripts/temp-cluster.sh; it works nested inside another
+# test cluster) and checks what README "Observability" promises:
+#   - locks and the guard trigger work;
+#   - fence.locks still lists connection-bound locks (from pg_locks) with
+#     pid and holder, but NULL name, kind, token and granted_at;
+#   - fence.stats() is one row of NULLs, fence.held_locks() is empty;
+#   - fence.token follows the same transaction rule even when it was SET
+#     before the library was loaded (placeholder);
+#   - the LOG line of a stale write is still written.
+# Usage: bash test/shell/no_preload.sh   (from the repository root)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [ -z "${FENCE_NO_PRELOAD_INNER:-}" ]; then
+	FENCE_PRELOAD= FENCE_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
+fi
+
+fail=0
+check() {	# check NAME EXPECTED ACTUAL
+	if [ "$2" == "$3" ]; then
+		echo "ok - $1"
+	else
+		echo "not ok - $1"
+		echo "  expected: $2"
+		echo "  actual:   $3"
+		fail=1
+	fi
+}
+q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+
+check "no shared_preload_libraries" "" "$(q -c 'SHOW shared_preload_libraries')"
+q -c 'CREATE EXTENSION pg_fence' \
+  -c 'CREATE TABLE np_acct (id int PRIMARY KEY, v int, fence bigint NOT NULL DEFAULT 0)' \
+  -c 'INSERT INTO np_acct VALUES (1, 0, 5)' \
+  -c "SELECT fence.guard('np_acct')" >/dev/null
+
+# locks work; the view degrades to pg_locks
+out=$(PGAPPNAME=np_holder q -c "SELECT fence.try_lock('np-a') IS NOT NULL" \
+  -c "SELECT fence.try_lock('np-b') IS NOT NULL" \
+  -c "SELECT count(*), count(name), count(kind), count(token), count(granted_at),
+             bool_and(pid = pg_backend_pid()), bool_and(holder = 'np_holder'),
+             sum(waiters), count(expires_at)
+        FROM fence.locks WHERE kind IS DISTINCT FROM 'lease'" \
+  -c "SELECT count(*) FROM fence.held_locks()" \
+  -c "SELECT row(s.*)::text FROM fence.stats() s")
+check "locks granted, view shows them without names, stats NULL" \
+	"t
+t
+2|0|0|0|0|t|t|0|0
+0
+(,,,,)" "$out"
+
+# after the session ends, nothing is left
+check "nothing held after disconnect" "0" \
+	"$(q -c "SELECT count(*) FROM fence.locks WHERE kind IS DISTINCT FROM 'lease'")"
+
+# fence.token SET LOCAL before the library is loaded counts in its transaction
+out=$(q -c 'BEGIN' -c 'SET LOCAL fence.token = 7' \
+	-c 'UPDATE np_acct SET v = 1 WHERE id = 1' -c 'COMMIT' \
+	-c 'SELECT v, fence FROM np_acct')
+check "SET LOCAL before load counts" "1|7" "$out"
+
+# a session-level SET before the library is loaded is left over in later transactions
+out=$(q -c 'SET fence.token = 9' -c 'BEGIN' \
+	-c '\set ON_ERROR_STOP 0' -c '\set VERBOSITY sqlstate' \
+	-c 'UPDATE np_acct SET v = 2 WHERE id = 1' -c 'ROLLBACK' 2>&1 || true)
+check "leftover SET before load ignored (FN003)" "ERROR:  FN003" "$out"
+
+# stale write: rejected, logged
+out=$(q -c '\set VERBOSITY sqlstate' -c '\set ON_ERROR_STOP 0' \
+	-c 'UPDATE np_acct SET v = 3, fence = 6 WHERE id = 1' 2>&1 || true)
+check "stale write rejected (FN001)" "ERROR:  FN001" "$out"
+sleep 0.2
+check "LOG line written" "1" \
+	"$(grep -c 'pg_fence: stale write rejected: guard public.np_acct (id)=(1): token 6 < current 7' "$FENCE_PGLOG" || true)"
+
+exit $fail

@@ -1,0 +1,264 @@
+-- fence.guard / fence.unguard and the guard trigger: every UPDATE or DELETE
+-- of a guarded table must present a token not lower than the row's fence.
+\set VERBOSITY default
+SELECT stale_writes_rejected AS stale0 FROM fence.stats() \gset
+
+CREATE TABLE guard_acct (id int PRIMARY KEY, balance int, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO guard_acct VALUES (1, 100, 5), (2, 200, 0), (3, 300, 10);
+
+-- argument and object errors
+\set VERBOSITY sqlstate
+SELECT fence.guard(NULL);
+SELECT fence.guard('guard_acct', NULL);
+SELECT fence.unguard(NULL);
+SELECT fence.guard('guard_acct', 'nosuch');
+CREATE TABLE guard_textfence (id int PRIMARY KEY, fence text);
+SELECT fence.guard('guard_textfence');
+SELECT fence.guard('guard_textfence', 'id');   -- int, not bigint
+SELECT fence.guard('guard_textfence', 'ctid'); -- system column
+CREATE VIEW guard_view AS SELECT * FROM guard_acct;
+SELECT fence.guard('guard_view');
+CREATE SEQUENCE guard_seq;
+SELECT fence.guard('guard_seq');
+SELECT fence.unguard('guard_acct');            -- not guarded
+SELECT fence.unguard('guard_view');
+\set VERBOSITY default
+SELECT fence.guard('guard_textfence');
+SELECT fence.unguard('guard_acct');
+SELECT fence.guard('guard_view');
+
+-- guard; a second guard is refused
+SELECT fence.guard('guard_acct');
+SELECT fence.guard('guard_acct');
+SELECT tgname, tgenabled, tgtype, tgnargs,
+       pg_get_triggerdef(oid) AS def
+  FROM pg_trigger WHERE tgrelid = 'guard_acct'::regclass;
+
+-- INSERT is not guarded
+INSERT INTO guard_acct VALUES (4, 400, 0);
+
+-- UPDATE without a token, with a lower, equal and higher fence value
+UPDATE guard_acct SET balance = 101 WHERE id = 1;
+UPDATE guard_acct SET balance = 101, fence = 4 WHERE id = 1;
+UPDATE guard_acct SET balance = 101, fence = 5 WHERE id = 1;  -- unchanged fence: no token
+UPDATE guard_acct SET balance = 101, fence = fence WHERE id = 1;
+UPDATE guard_acct SET balance = 101, fence = 6 WHERE id = 1;
+-- what fence.fenced_update does: fence = token WHERE fence < token
+UPDATE guard_acct SET balance = 102, fence = 7 WHERE id = 1 AND fence < 7;
+SELECT * FROM guard_acct ORDER BY id;
+
+-- SET LOCAL fence.token: lower is rejected, equal and higher stamp the row
+BEGIN;
+SET LOCAL fence.token = 6;
+UPDATE guard_acct SET balance = 103 WHERE id = 1;
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 7;
+UPDATE guard_acct SET balance = 103 WHERE id = 1;
+SELECT * FROM guard_acct WHERE id = 1;
+SET LOCAL fence.token = 9;
+UPDATE guard_acct SET balance = 104 WHERE id = 1;
+SELECT * FROM guard_acct WHERE id = 1;
+COMMIT;
+-- set_config(..., true) is SET LOCAL
+BEGIN;
+SELECT set_config('fence.token', '11', true);
+UPDATE guard_acct SET balance = 105 WHERE id = 1;
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 1;
+-- an explicit new fence value wins over fence.token
+BEGIN;
+SET LOCAL fence.token = 3;
+UPDATE guard_acct SET balance = 106, fence = 12 WHERE id = 1;
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 1;
+-- setting the fence to NULL presents no token of its own: fence.token is stamped
+BEGIN;
+SET LOCAL fence.token = 12;
+UPDATE guard_acct SET fence = NULL WHERE id = 1;
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 1;
+
+-- fence.token counts only in the transaction that set it
+SET fence.token = 100;               -- session level, before BEGIN
+SHOW fence.token;
+UPDATE guard_acct SET balance = 0 WHERE id = 2;
+BEGIN;
+UPDATE guard_acct SET balance = 0 WHERE id = 2;
+ROLLBACK;
+DELETE FROM guard_acct WHERE id = 2;
+BEGIN;
+SET fence.token = 20;                -- session level, inside the transaction: counts here
+UPDATE guard_acct SET balance = 201 WHERE id = 2;
+COMMIT;
+SHOW fence.token;                    -- still set...
+UPDATE guard_acct SET balance = 202 WHERE id = 2;  -- ...but left over
+-- a value restored by ROLLBACK TO SAVEPOINT keeps its own transaction
+BEGIN;
+SAVEPOINT s;
+SET LOCAL fence.token = 30;
+ROLLBACK TO SAVEPOINT s;
+UPDATE guard_acct SET balance = 203 WHERE id = 2;  -- 20 is left over
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 21;
+SAVEPOINT s;
+SET LOCAL fence.token = 30;
+ROLLBACK TO SAVEPOINT s;
+UPDATE guard_acct SET balance = 203 WHERE id = 2;  -- 21 was set in this transaction
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 2;
+-- one multi-statement query is one transaction
+SET LOCAL fence.token = 22\; UPDATE guard_acct SET balance = 204 WHERE id = 2;
+SELECT * FROM guard_acct WHERE id = 2;
+RESET fence.token;
+BEGIN;
+SET LOCAL fence.token = '';          -- empty: no token
+UPDATE guard_acct SET balance = 205 WHERE id = 2;
+ROLLBACK;
+\set VERBOSITY sqlstate
+SET fence.token = 'abc';
+SET fence.token = '1.5';
+SET fence.token = '99999999999999999999';
+SET fence.tokens = 1;                -- the prefix fence. is reserved
+\set VERBOSITY default
+SET fence.token = ' 123 ';
+SHOW fence.token;
+RESET fence.token;
+
+-- DELETE needs fence.token
+DELETE FROM guard_acct WHERE id = 3;
+BEGIN;
+SET LOCAL fence.token = 9;
+DELETE FROM guard_acct WHERE id = 3;
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 10;
+DELETE FROM guard_acct WHERE id = 3;
+COMMIT;
+SELECT * FROM guard_acct ORDER BY id;
+
+-- set-based writes are checked row by row; one stale row fails the statement
+INSERT INTO guard_acct VALUES (3, 300, 30), (5, 500, 50);
+UPDATE guard_acct a SET balance = a.balance + v.delta, fence = 40
+  FROM (VALUES (3, 1), (5, 1)) AS v(id, delta) WHERE a.id = v.id;
+UPDATE guard_acct a SET balance = a.balance + v.delta, fence = 60
+  FROM (VALUES (3, 1), (5, 1)) AS v(id, delta) WHERE a.id = v.id;
+SELECT * FROM guard_acct WHERE id IN (3, 5) ORDER BY id;
+WITH u AS (UPDATE guard_acct SET balance = 0 WHERE id IN (3, 5) RETURNING id)
+SELECT count(*) FROM u;
+BEGIN;
+SET LOCAL fence.token = 59;
+WITH d AS (DELETE FROM guard_acct WHERE id = 5 RETURNING id) SELECT count(*) FROM d;
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 61;
+WITH u AS (UPDATE guard_acct SET balance = 0 WHERE id IN (3, 5) RETURNING id, fence)
+SELECT * FROM u ORDER BY id;
+COMMIT;
+-- ON CONFLICT DO UPDATE
+INSERT INTO guard_acct VALUES (5, 555, 0) ON CONFLICT (id) DO UPDATE SET balance = excluded.balance;
+INSERT INTO guard_acct VALUES (5, 555, 50) ON CONFLICT (id) DO UPDATE
+  SET balance = excluded.balance, fence = excluded.fence;
+INSERT INTO guard_acct VALUES (5, 555, 70) ON CONFLICT (id) DO UPDATE
+  SET balance = excluded.balance, fence = excluded.fence;
+INSERT INTO guard_acct VALUES (6, 600, 0) ON CONFLICT (id) DO UPDATE
+  SET balance = excluded.balance;    -- plain insert: no check
+SELECT * FROM guard_acct WHERE id IN (5, 6) ORDER BY id;
+-- MERGE
+MERGE INTO guard_acct a USING (VALUES (5, 1), (6, 1)) AS v(id, delta) ON a.id = v.id
+  WHEN MATCHED THEN UPDATE SET balance = a.balance + v.delta;
+BEGIN;
+SET LOCAL fence.token = 65;
+MERGE INTO guard_acct a USING (VALUES (5, 1), (6, 1)) AS v(id, delta) ON a.id = v.id
+  WHEN MATCHED THEN UPDATE SET balance = a.balance + v.delta;
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 70;
+MERGE INTO guard_acct a USING (VALUES (5, 1), (6, -1)) AS v(id, delta) ON a.id = v.id
+  WHEN MATCHED AND v.delta > 0 THEN UPDATE SET balance = a.balance + v.delta
+  WHEN MATCHED THEN DELETE;
+COMMIT;
+SELECT * FROM guard_acct WHERE id IN (5, 6) ORDER BY id;
+
+-- a table without primary key names the row by ctid; a custom, nullable
+-- fence column accepts any token while NULL
+CREATE TABLE guard_notes (body text, ver bigint);
+INSERT INTO guard_notes VALUES ('a', NULL), ('b', 8);
+SELECT fence.guard('guard_notes', 'ver');
+UPDATE guard_notes SET body = 'a2', ver = 1 WHERE body = 'a';
+UPDATE guard_notes SET body = 'b2', ver = 7 WHERE body = 'b';
+DELETE FROM guard_notes;
+SELECT * FROM guard_notes ORDER BY body;
+
+-- partitioned tables: the trigger is cloned to every partition
+CREATE TABLE guard_parted (id int, fence bigint NOT NULL DEFAULT 0) PARTITION BY RANGE (id);
+CREATE TABLE guard_parted_1 PARTITION OF guard_parted FOR VALUES FROM (0) TO (100);
+INSERT INTO guard_parted VALUES (1, 5);
+SELECT fence.guard('guard_parted');
+UPDATE guard_parted SET fence = 4 WHERE id = 1;
+UPDATE guard_parted_1 SET id = 2 WHERE id = 1;
+SELECT fence.unguard('guard_parted_1');
+SELECT fence.unguard('guard_parted');
+UPDATE guard_parted SET id = 2 WHERE id = 1;
+SELECT count(*) FROM pg_trigger WHERE tgname = 'fence_guard' AND tgrelid IN
+  ('guard_parted'::regclass, 'guard_parted_1'::regclass);
+
+-- privileges: only the owner may guard or unguard; writers need only
+-- their table privileges
+CREATE ROLE guard_writer;
+GRANT SELECT, UPDATE, DELETE ON guard_acct TO guard_writer;
+SET ROLE guard_writer;
+SELECT fence.unguard('guard_acct');
+SELECT fence.guard('guard_notes', 'ver');
+UPDATE guard_acct SET balance = 1 WHERE id = 4;
+UPDATE guard_acct SET balance = 1, fence = 1 WHERE id = 4;
+RESET ROLE;
+
+-- a trigger of the same name that is not ours is not removed by unguard
+CREATE FUNCTION guard_noop() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TABLE guard_other (id int, fence bigint);
+CREATE TRIGGER fence_guard BEFORE UPDATE ON guard_other FOR EACH ROW EXECUTE FUNCTION guard_noop();
+SELECT fence.unguard('guard_other');
+SELECT fence.guard('guard_other');
+-- the trigger function refuses other uses
+CREATE TRIGGER guard_wrong AFTER UPDATE ON guard_other FOR EACH ROW EXECUTE FUNCTION fence.guard_trigger('fence');
+INSERT INTO guard_other VALUES (1, 1);
+UPDATE guard_other SET fence = 2;
+DROP TRIGGER guard_wrong ON guard_other;
+CREATE TRIGGER guard_wrong BEFORE UPDATE ON guard_other FOR EACH ROW EXECUTE FUNCTION fence.guard_trigger('gone');
+UPDATE guard_other SET fence = 3;
+
+-- unguard: writes need no token any more
+SELECT fence.unguard('guard_acct');
+UPDATE guard_acct SET balance = 0 WHERE id = 1;
+DELETE FROM guard_acct WHERE id = 1;
+SELECT fence.unguard('guard_acct');
+SELECT count(*) FROM pg_trigger WHERE tgrelid = 'guard_acct'::regclass;
+-- and it can be guarded again
+SELECT fence.guard('guard_acct');
+UPDATE guard_acct SET balance = 0 WHERE id = 4;
+
+-- fence.fenced_update passes the guard: its rows present a higher token
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 7}');
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 19, '{"balance": 8}');  -- stale: false
+SELECT * FROM guard_acct WHERE id = 4;
+-- allow_equal with the row's own token leaves the fence unchanged, so the
+-- guard wants fence.token as well
+\set VERBOSITY sqlstate
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+\set VERBOSITY default
+BEGIN;
+SET LOCAL fence.token = 20;
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+COMMIT;
+SELECT * FROM guard_acct WHERE id = 4;
+
+-- every FN001 above was counted once, and the stale fenced_update too
+SELECT stale_writes_rejected - :stale0 AS stale_writes_counted FROM fence.stats();
+
+DROP VIEW guard_view;
+DROP TABLE guard_acct, guard_textfence, guard_notes, guard_parted, guard_other;
+DROP SEQUENCE guard_seq;
+DROP FUNCTION guard_noop();
+DROP ROLE guard_writer;
