@@ -41,7 +41,7 @@ SELECT pg_advisory_unlock(:id);
 EOF2
 cat >"$DIR/fence_update.sql" <<'EOF2'
 \set id random(1, 1000)
-SELECT fence.fenced_update('bench_doc', jsonb_build_object('id', :id), 1000, '{"body": "y"}', 'fence', true);
+SELECT fence.fenced_update('bench_doc', jsonb_build_object('id', :id::int), 1000, '{"body": "y"}', 'fence', true);
 EOF2
 cat >"$DIR/plain_update.sql" <<'EOF2'
 \set id random(1, 1000)
