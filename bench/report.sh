@@ -164,7 +164,7 @@ awk -F'\t' -v clients="$CLIENTS" '
 		color["Redis path"] = "#d62728"; color["SELECT 1"] = "#7f7f7f"
 		nc = split(clients, cl, " ")
 		pw = 380; ph = 250; cols = 3
-		ml = 58; mr = 14; mt = 34; mb = 40
+		ml = 58; mr = 14; mt = 46; mb = 40
 		# only groups with at least one number
 		np = 0
 		for (i = 1; i <= ng; i++) {
@@ -192,17 +192,18 @@ awk -F'\t' -v clients="$CLIENTS" '
 			top = (max <= e) ? e : (max <= 2 * e) ? 2 * e : (max <= 5 * e) ? 5 * e : 10 * e
 			printf "<g>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" font-weight=\"bold\" text-anchor=\"middle\">%s</text>\n", (x0 + x1) / 2, oy + 18, esc(title[i])
 			printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", x0, y1, x1 - x0, y0 - y1
-			for (t = 0; t <= 4; t++) {
-				yy = y0 - (y0 - y1) * t / 4
+			nt = (top == 5 * e) ? 5 : 4
+			for (t = 0; t <= nt; t++) {
+				yy = y0 - (y0 - y1) * t / nt
 				printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", x0, yy, x1, yy
-				printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", x0 - 4, yy + 4, human(top * t / 4)
+				printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", x0 - 4, yy + 4, human(top * t / nt)
 			}
 			for (k = 1; k <= nc; k++) {
 				xx[k] = (nc == 1) ? (x0 + x1) / 2 : x0 + 20 + (x1 - x0 - 40) * (k - 1) / (nc - 1)
 				printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", xx[k], y0 + 14, cl[k]
 			}
 			printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">clients</text>\n", (x0 + x1) / 2, y0 + 28
-			ly = y1 + 14
+			lx = x0
 			for (j = 1; j <= ns; j++) {
 				s = ss[j]; col = (name[s] in color) ? color[name[s]] : "#2ca02c"
 				pts = ""; dots = ""; have = 0
@@ -214,9 +215,10 @@ awk -F'\t' -v clients="$CLIENTS" '
 				}
 				if (!have) continue
 				printf "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n%s", pts, col, dots
-				printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>\n", x0 + 6, ly - 4, x0 + 22, ly - 4, col
-				printf "<text x=\"%d\" y=\"%d\">%s</text>\n", x0 + 26, ly, esc(name[s])
-				ly += 14
+				# legend: one row under the panel title
+				printf "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>\n", lx, oy + 30, lx + 16, oy + 30, col
+				printf "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 20, oy + 34, esc(name[s])
+				lx += 30 + 7 * length(name[s])
 			}
 			printf "</g>\n"
 		}
