@@ -1,0 +1,35 @@
+# bench/bench.mk - `make bench`: pg_fence against the alternatives it
+# replaces, side by side, as ratios measured in one run.  Included by the top
+# Makefile after PGXS.
+#
+#   make bench                      packages, build, install, run on a
+#                                   throwaway cluster (fsync on); writes
+#                                   bench/results.md and bench/results.svg
+#   make bench-tools                only build the load driver
+#   BENCH_SECONDS=5 BENCH_CLIENTS="1 4 16" BENCH_ROUNDS=2 make bench
+#
+# Like `make test`, it installs the extension into the PostgreSQL found by
+# pg_config; to use a private server copy instead, pass DESTDIR and
+# FENCE_SERVER_BIN (see scripts/dev-sandbox.sh).
+
+BENCH_DRIVER = bench/redis_path
+BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra $(if $(WERROR),-Werror)
+
+.PHONY: bench bench-deps bench-tools
+
+bench-deps:
+	@bash scripts/install-deps.sh
+	@bash bench/install-bench-deps.sh
+
+bench-tools: $(BENCH_DRIVER)
+
+$(BENCH_DRIVER): bench/redis_path.cpp
+	g++ $(BENCH_CXXFLAGS) -o $@ $< -lpqxx -lpq -lhiredis -pthread
+
+bench: bench-deps
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) bench-tools
+	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
+
+EXTRA_CLEAN += $(BENCH_DRIVER) bench/out
