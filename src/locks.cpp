@@ -124,6 +124,17 @@ ForgetIfUnheld(HeldLock *lock)
 }
 
 /*
+ * Tell the registry behind fence.locks which scope holds the name now: a
+ * session hold, if any, else transaction holds.
+ */
+void
+RecordKind(const HeldLock *lock)
+{
+	StatsRecordGrant(lock->key, lock->name, lock->name_len, lock->token,
+					 lock->session_holds > 0 ? 's' : 'x', lock->granted_at);
+}
+
+/*
  * The session hold of a lock can vanish behind our back: pg_advisory_unlock_all()
  * and DISCARD ALL release every USER_LOCKMETHOD session lock, ours included.
  * While a transaction hold exists the lock is held anyway; otherwise ask the
@@ -358,10 +369,16 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		 * other scope takes the lock manager's lock for that scope too (it
 		 * is granted at once: this backend already holds the tag).
 		 */
-		if (session ? lock->session_holds == 0 : lock->xact_holds == 0)
+		bool		first_in_scope = session ? lock->session_holds == 0 : lock->xact_holds == 0;
+
+		if (first_in_scope)
 			(void) LockAcquire(&tag, ExclusiveLock, session, true);
 		if (session)
+		{
 			lock->session_holds++;
+			if (first_in_scope)
+				RecordKind(lock);	/* transaction-only until now */
+		}
 		else
 		{
 			PushXactHold(lock);
@@ -475,6 +492,8 @@ ReleaseLock(NameArg name, int64 token)
 
 		SetNameLockTag(&tag, key);
 		LockRelease(&tag, ExclusiveLock, true);
+		if (lock->xact_holds > 0)
+			RecordKind(lock);	/* transaction holds remain */
 		ForgetIfUnheld(lock);
 	}
 	return true;
@@ -507,6 +526,8 @@ ReleaseAllSessionLocks()
 			released++;
 		}
 		lock->session_holds = 0;
+		if (lock->xact_holds > 0)
+			RecordKind(lock);	/* transaction holds remain */
 		ForgetIfUnheld(lock);	/* removing the current entry is allowed */
 	}
 	return released;

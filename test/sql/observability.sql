@@ -85,3 +85,19 @@ SELECT count(*) > 0 AS sees_registry FROM fence.held_locks() WHERE name = 'obs-p
 RESET ROLE;
 SELECT fence.unlock('obs-priv', :tok_p);
 DROP ROLE obs_reader;
+
+-- the view's kind follows the scopes that hold a name: session if any
+-- session hold, else xact
+BEGIN;
+SELECT fence.try_xact_lock('obs-kind') AS tok_k \gset
+SELECT kind FROM fence.locks WHERE name = 'obs-kind';
+SELECT fence.try_lock('obs-kind') = :tok_k AS same_token;
+SELECT kind FROM fence.locks WHERE name = 'obs-kind';
+COMMIT;
+SELECT kind FROM fence.locks WHERE name = 'obs-kind';
+BEGIN;
+SELECT fence.try_xact_lock('obs-kind') = :tok_k AS same_token;
+SELECT fence.unlock('obs-kind', :tok_k);
+SELECT kind FROM fence.locks WHERE name = 'obs-kind';
+COMMIT;
+SELECT count(*) AS rows_after_commit FROM fence.locks WHERE name = 'obs-kind';
