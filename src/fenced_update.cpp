@@ -75,6 +75,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "utils/json.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -798,8 +799,30 @@ FencedUpdate(FunctionCallInfo fcinfo)
 		ConvertValue(&e->params[nchanges + 1 + i], &keys[i], &values[nchanges + 1 + i],
 					 &nulls[nchanges + 1 + i]);
 
+	/*
+	 * With allow_equal, a row already fenced at token keeps its fence value,
+	 * so a guard trigger (fence.guard) would see no token presented by the
+	 * new row.  Present it as fence.token for the duration of the UPDATE, in
+	 * a GUC nesting level of our own, as a function's SET clause does: the
+	 * caller's setting is back when we return, and transaction abort pops it
+	 * on error.
+	 */
+	int			guc_nestlevel = -1;
+
+	if (allow_equal)
+	{
+		char		tokbuf[32];
+
+		snprintf(tokbuf, sizeof(tokbuf), INT64_FORMAT, token);
+		guc_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("fence.token", tokbuf, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+
 	int			rc = SPI_execute_plan(e->update_plan, values, nulls, false, 0);
 
+	if (guc_nestlevel >= 0)
+		AtEOXact_GUC(true, guc_nestlevel);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 

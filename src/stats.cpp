@@ -385,7 +385,7 @@ ReportStaleWrite(const char *where, const char *resource, int64 presented, int64
 {
 	StatsCount(StatKind::kStaleWrites);
 	ereport(LOG,
-			(errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT " < current " INT64_FORMAT,
+			(errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT ", current fence " INT64_FORMAT,
 					where, resource, presented, current),
 			 errhidestmt(true)));
 }

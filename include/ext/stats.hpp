@@ -43,7 +43,7 @@ void		StatsRecordRelease(uint64 key);
 /*
  * A write was rejected (or not applied) because its fencing token was stale:
  * counts it and writes the LOG line
- *	 pg_fence: stale write rejected: <where> <resource>: token <presented> < current <current>
+ *	 pg_fence: stale write rejected: <where> <resource>: token <presented>, current fence <current>
  * where is "fenced_update", "guard" or "advance"; resource names the table
  * row or resource.  These lines are the signal that a holder outlived its
  * lock: timing assumptions are wrong somewhere.

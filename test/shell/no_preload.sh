@@ -76,6 +76,6 @@ out=$(q -c '\set VERBOSITY sqlstate' -c '\set ON_ERROR_STOP 0' \
 check "stale write rejected (FN001)" "ERROR:  FN001" "$out"
 sleep 0.2
 check "LOG line written" "1" \
-	"$(grep -c 'pg_fence: stale write rejected: guard public.np_acct (id)=(1): token 6 < current 7' "$FENCE_PGLOG" || true)"
+	"$(grep -c 'pg_fence: stale write rejected: guard public.np_acct (id)=(1): token 6, current fence 7' "$FENCE_PGLOG" || true)"
 
 exit $fail

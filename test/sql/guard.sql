@@ -243,15 +243,18 @@ UPDATE guard_acct SET balance = 0 WHERE id = 4;
 SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 7}');
 SELECT fence.fenced_update('guard_acct', '{"id": 4}', 19, '{"balance": 8}');  -- stale: false
 SELECT * FROM guard_acct WHERE id = 4;
--- allow_equal with the row's own token leaves the fence unchanged, so the
--- guard wants fence.token as well
+-- allow_equal with the row's own token leaves the fence unchanged: fenced_update
+-- presents its token as fence.token for the UPDATE, so the guard accepts it,
+-- and the caller's fence.token is untouched afterwards
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+SELECT * FROM guard_acct WHERE id = 4;
+SELECT current_setting('fence.token') AS token_after;
+-- a lower token with allow_equal is still stale
+SELECT fence.fenced_update('guard_acct', '{"id": 4}', 19, '{"balance": 10}', allow_equal => true);
+-- and a plain UPDATE without a token is still refused afterwards
 \set VERBOSITY sqlstate
-SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
+UPDATE guard_acct SET balance = 11 WHERE id = 4;
 \set VERBOSITY default
-BEGIN;
-SET LOCAL fence.token = 20;
-SELECT fence.fenced_update('guard_acct', '{"id": 4}', 20, '{"balance": 9}', allow_equal => true);
-COMMIT;
 SELECT * FROM guard_acct WHERE id = 4;
 
 -- every FN001 above was counted once, and the stale fenced_update too
