@@ -98,9 +98,10 @@ struct FencedUpdateOptions {
  * `key` identifies the row (all columns ANDed; composite keys allowed) and
  * must not be empty; `changes` may be empty (then only the fence is set).
  *
- * If `tx` is a real transaction (pqxx::work, pqxx::dbtransaction), the call
- * runs inside a savepoint (pqxx::subtransaction), so that kMissing leaves
- * `tx` usable; in a pqxx::nontransaction it runs as its own statement.
+ * If `tx` is a real transaction (pqxx::work, any pqxx::dbtransaction), the
+ * call runs inside a savepoint (SAVEPOINT pg_fence_fenced_update), so that
+ * kMissing, or any error, leaves `tx` usable and the call without effect;
+ * in a pqxx::nontransaction it runs as its own statement.
  * The write commits with `tx`.
  *
  * Throws std::invalid_argument for an empty table name, an empty key or a

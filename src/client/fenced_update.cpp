@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include <pqxx/except>
-#include <pqxx/subtransaction>
+#include <pqxx/dbtransaction>
 
 namespace fence {
 
@@ -147,21 +147,28 @@ fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &
 
 	const std::string key_json = to_json(key);
 	const std::string changes_json = to_json(changes);
+	const bool in_block = dynamic_cast<pqxx::dbtransaction *>(&tx) != nullptr;
+	if (in_block)
+	{
+		/*
+		 * A savepoint, so that an error (P0002 above all) leaves the caller's
+		 * transaction usable.  Sent with exec(), which also makes libpqxx
+		 * 6.4 open the transaction (BEGIN) if this is its first statement:
+		 * its exec_params() does not.
+		 */
+		tx.exec0("SAVEPOINT pg_fence_fenced_update");
+	}
 	try
 	{
-		if (auto *db = dynamic_cast<pqxx::dbtransaction *>(&tx))
-		{
-			/* A savepoint, so that P0002 leaves the caller's transaction usable. */
-			pqxx::subtransaction sub(*db, "fence_fenced_update");
-			bool applied = CallFencedUpdate(sub, table, key_json, token, changes_json, options);
-			sub.commit();
-			return applied ? UpdateResult::kApplied : UpdateResult::kStale;
-		}
-		return CallFencedUpdate(tx, table, key_json, token, changes_json, options) ? UpdateResult::kApplied
-																				   : UpdateResult::kStale;
+		bool applied = CallFencedUpdate(tx, table, key_json, token, changes_json, options);
+		if (in_block)
+			tx.exec0("RELEASE SAVEPOINT pg_fence_fenced_update");
+		return applied ? UpdateResult::kApplied : UpdateResult::kStale;
 	}
 	catch (const pqxx::sql_error &e)
 	{
+		if (in_block)
+			tx.exec0("ROLLBACK TO SAVEPOINT pg_fence_fenced_update; RELEASE SAVEPOINT pg_fence_fenced_update");
 		if (e.sqlstate() == "P0002") /* no_data_found: no row matches the key */
 			return UpdateResult::kMissing;
 		throw;
