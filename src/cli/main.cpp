@@ -370,6 +370,9 @@ OnSignal(int sig)
 }
 
 const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+constexpr int kNumForwarded = sizeof kForwarded / sizeof kForwarded[0];
+/* Dispositions pg_fence was started with, restored in the command (e.g. an ignored SIGINT stays ignored). */
+struct sigaction g_original[kNumForwarded + 1];
 
 void
 CreatePipe()
@@ -391,18 +394,18 @@ InstallHandlers()
 	sa.sa_handler = OnSignal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	for (int sig : kForwarded)
-		sigaction(sig, &sa, nullptr);
+	for (int i = 0; i < kNumForwarded; i++)
+		sigaction(kForwarded[i], &sa, &g_original[i]);
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-	sigaction(SIGCHLD, &sa, nullptr);
+	sigaction(SIGCHLD, &sa, &g_original[kNumForwarded]);
 }
 
 void
 ResetHandlersInChild()
 {
-	for (int sig : kForwarded)
-		signal(sig, SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
+	for (int i = 0; i < kNumForwarded; i++)
+		sigaction(kForwarded[i], &g_original[i], nullptr);
+	sigaction(SIGCHLD, &g_original[kNumForwarded], nullptr);
 }
 
 /* The environment of the command: ours, with FENCE_TOKEN and FENCE_NAME set. */
