@@ -22,6 +22,11 @@
  */
 #pragma once
 
+/* What every user of the library needs from libpqxx. */
+#include <pqxx/connection>
+#include <pqxx/nontransaction>
+#include <pqxx/transaction>
+
 #include "pg_fence/fenced_update.hpp"
 #include "pg_fence/lease.hpp"
 #include "pg_fence/session_lock.hpp"
