@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * client.hpp
+ *	  The pg_fence C++ client library (libpqxx 6.4 or later, C++17):
+ *	  everything in one include.
+ *
+ *	  fence::SessionLock   RAII session lock with its fencing token
+ *	  fence::Lease         lease renewed in the background, loss detection
+ *	  fence::LossToken     stop flag for worker loops
+ *	  fence::fenced_update write that rejects stale tokens
+ *
+ * Link with -lpg_fence_client -lpqxx -lpq -lpthread, or use pkg-config
+ * (`pkg-config --cflags --libs pg_fence`); see README.md, section "C++
+ * client library".
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/pg_fence/client.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+/* What every user of the library needs from libpqxx. */
+#include <pqxx/connection>
+#include <pqxx/nontransaction>
+#include <pqxx/transaction>
+
+#include "pg_fence/fenced_update.hpp"
+#include "pg_fence/lease.hpp"
+#include "pg_fence/session_lock.hpp"
+
+namespace fence {
+
+/** The client library's version, equal to the extension version it was built with. */
+const char *client_version() noexcept;
+
+} // namespace fence

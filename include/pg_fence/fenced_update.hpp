@@ -1,0 +1,115 @@
+/*-------------------------------------------------------------------------
+ *
+ * fenced_update.hpp
+ *	  fence::fenced_update: a typed call of fence.fenced_update, the write
+ *	  that applies only when the presented fencing token beats the row's
+ *	  fence (Kleppmann, "How to do distributed locking", 2016).
+ *
+ * Column values are given as fence::Fields, a map from column name to a JSON
+ * scalar (fence::FieldValue); the library writes the JSON objects itself,
+ * with full string escaping (RFC 8259), and sends them, the table name and
+ * the token as bind parameters: nothing is spliced into the SQL text.  The
+ * server converts each value with its column's own type, so a timestamp,
+ * numeric or uuid is given as the string PostgreSQL would accept for it.
+ *
+ * Thread safety: the functions are reentrant; the transaction passed in
+ * follows libpqxx's rule (one thread at a time).
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/pg_fence/fenced_update.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <pqxx/transaction_base>
+
+namespace fence {
+
+/** Outcome of fence::fenced_update. */
+enum class UpdateResult {
+	kApplied, /**< the row was updated and its fence set to the token */
+	kStale,   /**< the row's fence is not lower than the token: nothing written */
+	kMissing, /**< no row matches the key (the server's P0002): nothing written */
+};
+
+/** "applied", "stale" or "missing". */
+const char *to_string(UpdateResult result) noexcept;
+
+/**
+ * A JSON scalar for one column: null, a boolean, a number or a string,
+ * kept as its JSON text.  Strings are escaped when the value is made.
+ * Construction from a non-finite double (NaN, infinity), which JSON cannot
+ * represent, throws std::invalid_argument; pass such values as the strings
+ * "NaN" / "Infinity", which PostgreSQL's float and numeric types accept.
+ */
+class FieldValue
+{
+public:
+	FieldValue(std::nullptr_t) : json_("null") {}
+	FieldValue(bool b) : json_(b ? "true" : "false") {}
+	FieldValue(const char *s);
+	FieldValue(const std::string &s) : FieldValue(std::string_view(s)) {}
+	FieldValue(std::string_view s);
+	FieldValue(double d);
+	template <typename T, typename std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+	FieldValue(T i) : json_(std::to_string(i))
+	{
+	}
+
+	/** The value as JSON text, e.g. `"it\"s"`, `42`, `null`. */
+	const std::string &json() const noexcept { return json_; }
+
+private:
+	std::string json_;
+};
+
+/** Column name -> value. */
+using Fields = std::map<std::string, FieldValue>;
+
+/** The JSON object text for `fields`, e.g. {"id":1,"note":"a\nb"}. */
+std::string to_json(const Fields &fields);
+
+/** Quotes and escapes `s` as a JSON string (RFC 8259 section 7). */
+std::string json_quote(std::string_view s);
+
+/** Optional arguments of fence::fenced_update. */
+struct FencedUpdateOptions {
+	/** The row's fence column (fence.fenced_update's fence_column). */
+	std::string fence_column = "fence";
+	/** Also apply when the row's fence equals the token (one holder writes a row repeatedly). */
+	bool allow_equal = false;
+};
+
+/**
+ * Runs fence.fenced_update(table::regclass, key, token, changes,
+ * fence_column, allow_equal) in `tx` and returns what happened.
+ *
+ * `table` is read like a regclass literal: an optionally schema-qualified
+ * SQL identifier, double-quoted where SQL needs quotes (`"MyTable"`).
+ * `key` identifies the row (all columns ANDed; composite keys allowed) and
+ * must not be empty; `changes` may be empty (then only the fence is set).
+ *
+ * If `tx` is a real transaction (pqxx::work, any pqxx::dbtransaction), the
+ * call runs inside a savepoint (SAVEPOINT pg_fence_fenced_update), so that
+ * kMissing, or any error, leaves `tx` usable and the call without effect;
+ * in a pqxx::nontransaction it runs as its own statement.
+ * The write commits with `tx`.
+ *
+ * Throws std::invalid_argument for an empty table name, an empty key or a
+ * token <= 0; pqxx::sql_error for every other server error, e.g. 42P01 no
+ * such table, 42703 unknown column, 22P02 a value of the wrong type, 42501
+ * no UPDATE privilege; pqxx::broken_connection if the connection fails.
+ */
+UpdateResult fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key,
+						   std::int64_t token, const Fields &changes, const FencedUpdateOptions &options = {});
+
+} // namespace fence

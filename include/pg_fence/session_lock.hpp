@@ -1,0 +1,143 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_lock.hpp
+ *	  fence::SessionLock: an RAII hold of a pg_fence session lock
+ *	  (fence.try_lock / fence.lock / fence.unlock) on a libpqxx connection.
+ *
+ * A session lock belongs to the database session (backend) that took it: it
+ * is released by fence.unlock or, whatever happens to the client, when that
+ * session ends (disconnect, pg_terminate_backend, client crash).  Its fencing
+ * token is a bigint that strictly increases in grant order; present it with
+ * every write to a resource that checks it (fence.fenced_update, the guard
+ * trigger, fence.advance), so that a holder that paused past the end of its
+ * hold cannot overwrite the work of the next one (Kleppmann, "How to do
+ * distributed locking", 2016).
+ *
+ * Thread safety: a SessionLock uses its connection, and a libpqxx
+ * connection must be used by one thread at a time; so must a SessionLock.
+ * Distinct SessionLock objects on distinct connections are independent.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/pg_fence/session_lock.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <pqxx/connection_base>
+
+namespace fence {
+
+/**
+ * One hold of the session lock `name` on a connection, with its fencing token.
+ *
+ * Obtained from try_acquire (never waits), try_acquire_for (waits at most a
+ * std::chrono duration) or acquire (waits without a client-side limit).
+ * Move-only: the hold has exactly one owner.  The destructor releases the
+ * hold (fence.unlock) and never throws; release() does the same and reports
+ * failures.
+ *
+ * Re-entrancy follows the server: a session that already holds `name` gets
+ * the same token back and one more hold; each SessionLock object releases
+ * the one hold it took, and the lock is free when the last one is released.
+ *
+ * Requirements on the connection: it must outlive the SessionLock, and no
+ * libpqxx transaction may be open on it while a SessionLock is acquired,
+ * released or destroyed (each call runs in a pqxx::nontransaction, which
+ * libpqxx refuses to open next to another transaction; the destructor then
+ * leaves the hold to be released at session end).  If the session ends
+ * (or libpqxx silently re-establishes the connection, which gives a new
+ * session), the hold is gone: held() reports it, by comparing the
+ * connection's backend pid with the one that took the lock.
+ *
+ * Errors: std::invalid_argument for an empty name, a name longer than 1024
+ * bytes, or a timeout that is not positive; pqxx::broken_connection when the
+ * connection fails; pqxx::sql_error (with sqlstate()) for server errors,
+ * e.g. 40P01 deadlock, 57014 statement timeout or cancel, 25006 on a
+ * standby, 42883 when the extension is not installed.
+ */
+class SessionLock
+{
+public:
+	/**
+	 * Takes the lock if it is free, without waiting (fence.try_lock).
+	 * Returns the hold, or std::nullopt when another session holds `name`.
+	 * Throws as described for the class.
+	 */
+	static std::optional<SessionLock> try_acquire(pqxx::connection_base &conn, const std::string &name);
+
+	/**
+	 * Takes the lock, waiting at most `timeout` for it (fence.lock with a
+	 * timeout; the wait happens in the server's lock manager, so waiters are
+	 * queued and deadlocks are detected).  Returns std::nullopt when the
+	 * timeout expires (SQLSTATE 55P03 from the server).  The timeout has
+	 * microsecond resolution; it must be > 0 (std::invalid_argument
+	 * otherwise).  statement_timeout, when set, still applies.
+	 */
+	static std::optional<SessionLock> try_acquire_for(pqxx::connection_base &conn, const std::string &name,
+													  std::chrono::microseconds timeout);
+
+	/**
+	 * Takes the lock, waiting as long as it takes (fence.lock without a
+	 * timeout; statement_timeout and a cancel from another thread with
+	 * connection_base::cancel_query() still end the wait, as a
+	 * pqxx::sql_error).  Never returns without the lock.
+	 */
+	static SessionLock acquire(pqxx::connection_base &conn, const std::string &name);
+
+	SessionLock(SessionLock &&other) noexcept;
+	/** Releases the lock this object holds (as the destructor does), then takes over `other`'s. */
+	SessionLock &operator=(SessionLock &&other) noexcept;
+	SessionLock(const SessionLock &) = delete;
+	SessionLock &operator=(const SessionLock &) = delete;
+
+	/**
+	 * Releases the hold like release(), swallowing every error: if the
+	 * unlock cannot be sent (broken connection, open transaction), the
+	 * server releases the lock when the session ends.
+	 */
+	~SessionLock();
+
+	/** The fencing token of this grant (> 0).  Still readable after release(). */
+	std::int64_t token() const noexcept { return token_; }
+
+	/** The lock's name. */
+	const std::string &name() const noexcept { return name_; }
+
+	/**
+	 * True while this object holds the lock: not released, not moved from,
+	 * and the connection is open on the same backend that took it.  It does
+	 * not ask the server (no round trip), so a session killed a moment ago
+	 * may still look held until libpqxx notices; use a query (e.g. SELECT 1)
+	 * to find out for sure.
+	 */
+	bool held() const noexcept;
+
+	/**
+	 * Releases the hold now (fence.unlock).  Returns true if the server
+	 * released it, false if this session no longer held it under this token
+	 * (e.g. after fence.unlock_all) or if the session that took it is gone.
+	 * Afterwards held() is false and the destructor does nothing.  Calling it
+	 * again returns false.  Throws pqxx::broken_connection / pqxx::sql_error
+	 * when the call fails (the object is released locally all the same).
+	 */
+	bool release();
+
+private:
+	SessionLock(pqxx::connection_base &conn, std::string name, std::int64_t token) noexcept;
+	void ReleaseNoThrow() noexcept;
+
+	pqxx::connection_base *conn_ = nullptr; /* nullptr: moved from or released */
+	std::string name_;
+	std::int64_t token_ = 0;
+	int backend_pid_ = 0;
+};
+
+} // namespace fence

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * common.cpp
+ *	  Argument checks and literals shared by the client library.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/client/common.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "internal.hpp"
+
+#include <stdexcept>
+
+#include "pg_fence/client.hpp"
+
+#ifndef PG_FENCE_VERSION
+#define PG_FENCE_VERSION "unknown"
+#endif
+
+namespace fence {
+
+const char *
+client_version() noexcept
+{
+	return PG_FENCE_VERSION;
+}
+
+namespace client_internal {
+
+void
+CheckName(const std::string &name)
+{
+	if (name.empty())
+		throw std::invalid_argument("pg_fence: lock name must not be empty");
+	if (name.size() > kMaxNameBytes)
+		throw std::invalid_argument("pg_fence: lock name is longer than 1024 bytes");
+	if (name.find('\0') != std::string::npos)
+		throw std::invalid_argument("pg_fence: lock name must not contain a NUL byte");
+}
+
+std::string
+IntervalLiteral(std::chrono::microseconds d)
+{
+	return std::to_string(d.count()) + " microseconds";
+}
+
+std::string
+TimeoutMillis(std::chrono::steady_clock::duration d)
+{
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+	if (ms < 1)
+		ms = 1;
+	return std::to_string(ms);
+}
+
+} // namespace client_internal
+} // namespace fence

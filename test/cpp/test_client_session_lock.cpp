@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_client_session_lock.cpp
+ *	  Catch2 tests of fence::SessionLock against a real server (libpq
+ *	  defaults: the PG* variables of the throwaway cluster).
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  test/cpp/test_client_session_lock.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "pg_fence/client.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+void
+EnsureExtension()
+{
+	pqxx::connection c("");
+	pqxx::nontransaction tx(c);
+	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
+}
+
+/* A name no other test (or concurrent run) uses. */
+std::string
+Unique(const std::string &base)
+{
+	static int n = 0;
+	return "test_client_session_lock/" + base + "/" + std::to_string(getpid()) + "/" + std::to_string(++n);
+}
+
+bool
+FreeElsewhere(const std::string &name)
+{
+	pqxx::connection c("");
+	auto l = fence::SessionLock::try_acquire(c, name);
+	return l.has_value();
+}
+
+} // namespace
+
+TEST_CASE("SessionLock: try_acquire excludes other sessions and RAII releases", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a(""), b("");
+	const std::string name = Unique("raii");
+	std::int64_t first;
+	{
+		auto la = fence::SessionLock::try_acquire(a, name);
+		REQUIRE(la.has_value());
+		first = la->token();
+		CHECK(first > 0);
+		CHECK(la->name() == name);
+		CHECK(la->held());
+		auto lb = fence::SessionLock::try_acquire(b, name);
+		CHECK_FALSE(lb.has_value());
+	}
+	/* Destroyed: the lock is free again, and the next grant has a higher token. */
+	auto lb = fence::SessionLock::try_acquire(b, name);
+	REQUIRE(lb.has_value());
+	CHECK(lb->token() > first);
+}
+
+TEST_CASE("SessionLock: move transfers the hold; the moved-from object releases nothing", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a("");
+	const std::string name = Unique("move");
+	auto la = fence::SessionLock::try_acquire(a, name);
+	REQUIRE(la.has_value());
+	const std::int64_t token = la->token();
+
+	fence::SessionLock moved(std::move(*la));
+	CHECK_FALSE(la->held());
+	la.reset(); /* destroying the moved-from object must not unlock */
+	CHECK(moved.held());
+	CHECK(moved.token() == token);
+	CHECK_FALSE(FreeElsewhere(name));
+
+	std::vector<fence::SessionLock> v;
+	v.push_back(std::move(moved));
+	CHECK_FALSE(FreeElsewhere(name));
+
+	/* Move assignment releases the target's own lock first. */
+	const std::string other = Unique("move-target");
+	auto lo = fence::SessionLock::try_acquire(a, other);
+	REQUIRE(lo.has_value());
+	*lo = std::move(v.back());
+	CHECK(FreeElsewhere(other));
+	CHECK_FALSE(FreeElsewhere(name));
+	CHECK(lo->token() == token);
+	v.clear();
+	lo.reset();
+	CHECK(FreeElsewhere(name));
+}
+
+TEST_CASE("SessionLock: release() reports, and is idempotent", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a("");
+	const std::string name = Unique("release");
+	auto la = fence::SessionLock::try_acquire(a, name);
+	REQUIRE(la.has_value());
+	CHECK(la->release());
+	CHECK_FALSE(la->held());
+	CHECK_FALSE(la->release());
+	CHECK(FreeElsewhere(name));
+
+	/* Released behind its back (unlock_all): release() says false, no error. */
+	auto lb = fence::SessionLock::try_acquire(a, name);
+	REQUIRE(lb.has_value());
+	{
+		pqxx::nontransaction tx(a);
+		CHECK(tx.exec1("SELECT fence.unlock_all()")[0].as<int>() >= 1);
+	}
+	CHECK_FALSE(lb->release());
+}
+
+TEST_CASE("SessionLock: re-entrant grants share the token; each object releases one hold", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a("");
+	const std::string name = Unique("reentrant");
+	auto l1 = fence::SessionLock::try_acquire(a, name);
+	auto l2 = fence::SessionLock::try_acquire(a, name);
+	REQUIRE(l1.has_value());
+	REQUIRE(l2.has_value());
+	CHECK(l1->token() == l2->token());
+	l1.reset();
+	CHECK_FALSE(FreeElsewhere(name));
+	l2.reset();
+	CHECK(FreeElsewhere(name));
+}
+
+TEST_CASE("SessionLock: try_acquire_for times out, or gets the lock when it is released", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a(""), b("");
+	const std::string name = Unique("wait");
+	auto la = fence::SessionLock::try_acquire(a, name);
+	REQUIRE(la.has_value());
+
+	auto t0 = std::chrono::steady_clock::now();
+	auto lb = fence::SessionLock::try_acquire_for(b, name, 300ms);
+	auto waited = std::chrono::steady_clock::now() - t0;
+	CHECK_FALSE(lb.has_value());
+	CHECK(waited >= 250ms);
+	CHECK(waited < 5s);
+	/* The connection is still usable after the 55P03. */
+	{
+		pqxx::nontransaction tx(b);
+		CHECK(tx.exec1("SELECT 1")[0].as<int>() == 1);
+	}
+
+	std::thread releaser([&] {
+		std::this_thread::sleep_for(200ms);
+		la.reset();
+	});
+	auto lc = fence::SessionLock::try_acquire_for(b, name, 10s);
+	releaser.join();
+	REQUIRE(lc.has_value());
+
+	/* acquire() without limit returns at once when free. */
+	pqxx::connection c("");
+	const std::string other = Unique("acquire");
+	fence::SessionLock ld = fence::SessionLock::acquire(c, other);
+	CHECK(ld.token() > lc->token());
+}
+
+TEST_CASE("SessionLock: bad arguments throw std::invalid_argument and take nothing", "[client][session]")
+{
+	EnsureExtension();
+	pqxx::connection a("");
+	CHECK_THROWS_AS(fence::SessionLock::try_acquire(a, ""), std::invalid_argument);
+	CHECK_THROWS_AS(fence::SessionLock::try_acquire(a, std::string(1025, 'x')), std::invalid_argument);
+	CHECK_THROWS_AS(fence::SessionLock::try_acquire_for(a, "x", 0ms), std::invalid_argument);
+	CHECK_THROWS_AS(fence::SessionLock::try_acquire_for(a, "x", -5ms), std::invalid_argument);
+	CHECK_THROWS_AS(fence::SessionLock::acquire(a, ""), std::invalid_argument);
+	/* 1024 bytes is allowed. */
+	auto l = fence::SessionLock::try_acquire(a, std::string(1024, 'y') );
+	CHECK(l.has_value());
+}
+
+TEST_CASE("SessionLock: a terminated session frees the lock; the destructor does not throw", "[client][session]")
+{
+	EnsureExtension();
+	const std::string name = Unique("terminated");
+	auto a = std::make_unique<pqxx::connection>("");
+	auto la = fence::SessionLock::try_acquire(*a, name);
+	REQUIRE(la.has_value());
+	const int pid = a->backendpid();
+	{
+		pqxx::connection admin("");
+		pqxx::nontransaction tx(admin);
+		CHECK(tx.exec_params1("SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
+	}
+	CHECK(FreeElsewhere(name));
+	/* The holder finds out on its next use of the connection. */
+	CHECK_THROWS_AS(pqxx::nontransaction(*a).exec("SELECT 1"), pqxx::broken_connection);
+	CHECK_FALSE(la->held());
+	CHECK_NOTHROW(la.reset());
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# cli_concurrent.sh - three concurrent "pg_fence run --lease 5s daily-report"
+# runs: exactly one runs the command, the other two exit 75 (busy).
+# Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
+set -u
+cd "$(dirname "$0")/../.."
+PGF=$PWD/src/cli/pg_fence
+[ -x "$PGF" ] || { echo "cli_concurrent: $PGF is not built (run make)" >&2; exit 1; }
+DB=cli_conc_$$
+T=$(mktemp -d)
+trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; dropdb --if-exists --force "$DB"; rm -rf "$T"' EXIT
+createdb "$DB" || exit 1
+export PGDATABASE=$DB
+psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
+if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")" = t ]; then
+	echo "cli_concurrent: skipped, no lease functions"; exit 77
+fi
+FAILS=0
+is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
+
+for round in 1 2 3; do
+	rm -f "$T"/ran.* "$T"/rc.* "$T/go"
+	for i in 1 2 3; do
+		( while [ ! -e "$T/go" ]; do sleep 0.01; done
+		  "$PGF" run --lease 5s daily-report -- sh -c 'echo "$FENCE_TOKEN" > "$1/ran.$2"; sleep 1' sh "$T" "$i" 2>/dev/null
+		  echo $? > "$T/rc.$i" ) &
+	done
+	touch "$T/go"
+	wait
+	is "round $round: exactly one ran the command" "$(ls "$T"/ran.* 2>/dev/null | wc -l)" 1
+	is "round $round: exit codes" "$(cat "$T"/rc.* | sort | tr '\n' ' ')" "0 75 75 "
+	is "round $round: the lease is free again" \
+		"$(psql -X -At -c "SELECT count(*) FROM fence.leases WHERE name = 'daily-report' AND expires_at > clock_timestamp()")" 0
+done
+echo "cli_concurrent: $FAILS failed"
+[ "$FAILS" -eq 0 ]

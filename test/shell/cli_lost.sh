@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# cli_lost.sh - losing the lease while the command runs.
+#  1. pg_fence is frozen (SIGSTOP) past its TTL: another instance takes the
+#     lease over and writes; the first command's late fenced write is
+#     rejected; when pg_fence is resumed it notices the loss, kills its
+#     command's process group and exits 74.
+#  2. pg_fence is SIGKILLed: its command dies with it (PR_SET_PDEATHSIG).
+# Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
+set -u
+cd "$(dirname "$0")/../.."
+PGF=$PWD/src/cli/pg_fence
+[ -x "$PGF" ] || { echo "cli_lost: $PGF is not built (run make)" >&2; exit 1; }
+DB=cli_lost_$$
+T=$(mktemp -d)
+trap 'jobs -p | xargs -r kill -CONT 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; dropdb --if-exists --force "$DB"; rm -rf "$T"' EXIT
+createdb "$DB" || exit 1
+export PGDATABASE=$DB
+psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
+if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")" = t ]; then
+	echo "cli_lost: skipped, no lease functions"; exit 77
+fi
+FAILS=0
+is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
+waitfile() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+alive() { kill -0 "$1" 2>/dev/null && echo alive || echo dead; }
+
+psql -X -q -c "CREATE TABLE report (id int PRIMARY KEY, writer text, fence bigint NOT NULL DEFAULT 0)" \
+	-c "INSERT INTO report VALUES (1, 'nobody')" || exit 1
+
+# 1. Frozen holder.  A's command waits for "go", then writes with its (old) token.
+"$PGF" run --lease 2s job -- sh -c '
+	echo $$ > "$1/a.pid"
+	while [ ! -e "$1/go" ]; do sleep 0.05; done
+	psql -X -At -c "SELECT fence.fenced_update(\$\$report\$\$, \$\${\"id\":1}\$\$, $FENCE_TOKEN, \$\${\"writer\":\"A\"}\$\$)" > "$1/a.result" 2>&1
+	sleep 30' sh "$T" 2>"$T/a.err" & A=$!
+waitfile "$T/a.pid" || { echo "not ok - A did not start"; exit 1; }
+apid=$(cat "$T/a.pid")
+kill -STOP "$A"
+sleep 2.3 # past A's TTL
+"$PGF" run --lease 2s job -- sh -c '
+	psql -X -At -c "SELECT fence.fenced_update(\$\$report\$\$, \$\${\"id\":1}\$\$, $FENCE_TOKEN, \$\${\"writer\":\"B\"}\$\$)"' >"$T/b.result" 2>&1
+is "B takes the expired lease over and runs" $? 0
+is "B's fenced write is applied" "$(cat "$T/b.result")" "t"
+touch "$T/go"
+waitfile "$T/a.result" || echo "not ok - A's late write did not happen"
+is "A's late write (old token) is rejected" "$(cat "$T/a.result")" "f"
+is "the row keeps B's write" "$(psql -X -At -c 'SELECT writer FROM report')" "B"
+is "A's command still runs while A is frozen" "$(alive "$apid")" "alive"
+start=$(date +%s%N)
+kill -CONT "$A"
+wait "$A"; rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+is "resumed A exits 74 (lost)" "$rc" 74
+is "resumed A stopped its command within a second" "$([ "$ms" -lt 1000 ] && echo yes || echo "no (${ms}ms)")" "yes"
+is "A's command is dead" "$(alive "$apid")" "dead"
+grep -q 'pg_fence: lost the lock "job"' "$T/a.err"
+is "A says why on stderr" $? 0
+
+# A command that ignores SIGTERM is SIGKILLed after the grace period.
+"$PGF" run --lease 900ms stubborn -- sh -c 'trap "" TERM; echo $$ > "$1/s.pid"; while :; do sleep 0.05; done' sh "$T" 2>/dev/null & S=$!
+waitfile "$T/s.pid" || echo "not ok - stubborn did not start"
+kill -STOP "$S"; sleep 1; kill -CONT "$S"
+wait "$S"; is "stubborn command: exits 74" $? 74
+is "stubborn command was SIGKILLed" "$(alive "$(cat "$T/s.pid")")" "dead"
+
+# 2. pg_fence SIGKILLed: the command dies too.
+"$PGF" run --lease 5s orphan -- sh -c 'echo $$ > "$1/o.pid"; exec sleep 30' sh "$T" & O=$!
+waitfile "$T/o.pid" || echo "not ok - orphan test did not start"
+opid=$(cat "$T/o.pid")
+kill -KILL "$O"; wait "$O" 2>/dev/null
+for _ in $(seq 1 40); do [ "$(alive "$opid")" = dead ] && break; sleep 0.05; done
+is "SIGKILL of pg_fence kills its command" "$(alive "$opid")" "dead"
+
+echo "cli_lost: $FAILS failed"
+[ "$FAILS" -eq 0 ]

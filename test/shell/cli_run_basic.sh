@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# cli_run_basic.sh - pg_fence run/status: exit codes of every path, the
+# command's environment (FENCE_TOKEN, FENCE_NAME), transparency of stdin,
+# stdout and exit codes, signal forwarding, error messages.
+#
+# Runs inside scripts/temp-cluster.sh (PG* variables set), from the repo
+# root, against src/cli/pg_fence.  Uses a database of its own.  Lease
+# checks are skipped (reported) when the server has no lease functions.
+set -u
+cd "$(dirname "$0")/../.."
+PGF=$PWD/src/cli/pg_fence
+[ -x "$PGF" ] || { echo "cli_run_basic: $PGF is not built (run make)" >&2; exit 1; }
+
+DB=cli_basic_$$
+T=$(mktemp -d)
+cleanup() {
+	jobs -p | xargs -r kill -9 2>/dev/null
+	wait 2>/dev/null
+	dropdb --if-exists --force "$DB" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+createdb "$DB" || exit 1
+export PGDATABASE=$DB
+psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
+LEASES=$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NOT NULL")
+
+FAILS=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; FAILS=$((FAILS + 1)); }
+is() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi; }
+has() { if grep -q -- "$3" <<<"$2"; then ok "$1"; else bad "$1: '$3' not in: $2"; fi; }
+waitfile() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+# --- usage, help, version ------------------------------------------------
+"$PGF" --help >"$T/out" 2>"$T/err"; is "--help exits 0" $? 0
+has "--help shows the synopsis on stdout" "$(cat "$T/out")" "pg_fence run \[OPTION\]... NAME -- COMMAND"
+is "--help writes nothing to stderr" "$(cat "$T/err")" ""
+out=$("$PGF" --version); is "--version exits 0" $? 0
+has "--version prints the version" "$out" "^pg_fence [0-9]"
+for args in "" "run" "run name" "run name --" "frobnicate" "run --lease 10x n -- true" \
+	"run --lease 0s n -- true" "run --wait abc n -- true" "run --lease 5s --session n -- true" \
+	"run --bogus n -- true" "run --lease" "status a b"; do
+	# shellcheck disable=SC2086
+	err=$("$PGF" $args 2>&1 >/dev/null); rc=$?
+	is "usage error exits 64: pg_fence $args" "$rc" 64
+	has "usage error message is prefixed: pg_fence $args" "$err" "^pg_fence: "
+done
+err=$("$PGF" run --lease 10parsecs n -- true 2>&1); has "bad duration is named" "$err" 'invalid lease TTL "10parsecs"'
+err=$("$PGF" run --dbname "nosuchoption=1" n -- true 2>&1); rc=$?
+is "invalid connection string exits 64" "$rc" 64
+has "invalid connection string is explained" "$err" "invalid connection string"
+
+# --- connection and installation errors ----------------------------------
+err=$(PGHOST=/nonexistent/dir "$PGF" run --session n -- true 2>&1); rc=$?
+is "unreachable server exits 69" "$rc" 69
+has "unreachable server message" "$err" "pg_fence: could not connect to the database"
+err=$("$PGF" run --session --dbname no_such_db_$$ n -- true 2>&1); rc=$?
+is "missing database exits 69" "$rc" 69
+createdb -T template0 "${DB}_noext" || exit 1
+err=$("$PGF" run --session --dbname "${DB}_noext" n -- true 2>&1); rc=$?
+is "missing extension exits 69" "$rc" 69
+has "missing extension hint" "$err" "CREATE EXTENSION pg_fence"
+err=$("$PGF" status --dbname "${DB}_noext" 2>&1); rc=$?
+is "status without extension exits 69" "$rc" 69
+dropdb --force "${DB}_noext"
+
+# --- transparency -------------------------------------------------------
+"$PGF" run --session t1 -- sh -c 'exit 7' 2>"$T/err"; is "command's exit code passes through" $? 7
+is "no pg_fence output on success" "$(cat "$T/err")" ""
+out=$(printf 'line 1\nline "2"\n' | "$PGF" run --session t1 -- cat 2>"$T/err")
+is "stdin reaches the command, its stdout reaches ours" "$out" $'line 1\nline "2"'
+is "stderr stays clean" "$(cat "$T/err")" ""
+out=$("$PGF" run --session t1 -- printf '%s|' "a b" "" "*" '$x' 2>/dev/null)
+is "arguments pass untouched" "$out" 'a b||*|$x|'
+"$PGF" run --session t1 -- /no/such/command 2>"$T/err"; is "command not found exits 127" $? 127
+has "command not found message" "$(cat "$T/err")" "pg_fence: command not found: /no/such/command"
+"$PGF" run --session t1 -- /etc/passwd 2>/dev/null; is "command not executable exits 126" $? 126
+"$PGF" run --session t1 -- sh -c 'kill -USR1 $$' 2>/dev/null; is "killed by signal N exits 128+N" $? $((128 + 10))
+
+# --- environment: FENCE_TOKEN and FENCE_NAME (session) -------------------
+FENCE_TOKEN=stale FENCE_NAME=stale "$PGF" run --session "env lock" -- sh -c '
+	echo "$FENCE_TOKEN" > "$1/tok"; echo "$FENCE_NAME" > "$1/name"
+	psql -X -At -c "SELECT fence.try_lock(\$\$env lock\$\$) IS NULL" > "$1/heldelsewhere"' sh "$T"
+is "session run exits 0" $? 0
+tok=$(cat "$T/tok")
+has "FENCE_TOKEN is a positive integer" "$tok" "^[1-9][0-9]*$"
+is "FENCE_NAME is the lock name" "$(cat "$T/name")" "env lock"
+is "the lock is held while the command runs" "$(cat "$T/heldelsewhere")" "t"
+next=$(psql -X -At -c "SELECT fence.try_lock('env lock')")
+is "released after the command" "$([ -n "$next" ] && [ "$next" -gt "$tok" ] && echo yes)" "yes"
+
+# --- busy, timeout (session) ---------------------------------------------
+"$PGF" run --session busy -- sh -c 'echo up > "$1/up"; sleep 3' sh "$T" & HOLDER=$!
+waitfile "$T/up" || bad "holder did not start"
+err=$("$PGF" run --session busy -- echo never 2>&1); rc=$?
+is "busy session lock exits 75" "$rc" 75
+has "busy message" "$err" 'pg_fence: lock "busy" is held by another session'
+start=$(date +%s%N)
+err=$("$PGF" run --session --wait 400ms busy -- echo never 2>&1); rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+is "session --wait timeout exits 73" "$rc" 73
+is "waited at least the timeout" "$([ "$ms" -ge 350 ] && echo yes)" "yes"
+out=$("$PGF" run --session --wait 10s busy -- echo got it); rc=$?
+is "--wait gets the lock once it is released" "$rc:$out" "0:got it"
+wait "$HOLDER"
+
+# --- signal forwarding ---------------------------------------------------
+rm -f "$T/up"
+"$PGF" run --session sig -- sh -c 'trap "echo got TERM > \"$1/trap\"; exit 42" TERM; echo up > "$1/up"; while :; do sleep 0.05; done' sh "$T" & P=$!
+waitfile "$T/up" || bad "signal test command did not start"
+kill -TERM "$P"; wait "$P"; rc=$?
+is "SIGTERM is forwarded and the command's code returned" "$rc" 42
+is "the command saw SIGTERM" "$(cat "$T/trap" 2>/dev/null)" "got TERM"
+rm -f "$T/up"
+"$PGF" run --session sig -- sh -c 'echo up > "$1/up"; exec sleep 30' sh "$T" & P=$!
+waitfile "$T/up" || bad "signal test command did not start"
+sleep 0.1
+kill -HUP "$P"; wait "$P"; is "SIGHUP kills the command: 128+1" $? 129
+is "lock free after a forwarded signal" "$(psql -X -At -c "SELECT fence.try_lock('sig') IS NOT NULL")" "t"
+
+# --- lost session: the backend is terminated ------------------------------
+rm -f "$T/up"
+"$PGF" run --session --holder "cli-basic-$$" lost -- sh -c 'echo $$ > "$1/up"; exec sleep 30' sh "$T" 2>"$T/err" & P=$!
+waitfile "$T/up" || bad "lost test command did not start"
+cpid=$(cat "$T/up")
+psql -X -At -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cli-basic-$$'" >/dev/null
+wait "$P"; is "terminated session: exits 74 (lost)" $? 74
+has "lost message" "$(cat "$T/err")" 'pg_fence: lost the lock "lost"'
+is "the command was killed" "$(kill -0 "$cpid" 2>/dev/null && echo alive || echo dead)" "dead"
+
+# --- leases ---------------------------------------------------------------
+if [ "$LEASES" != "t" ]; then
+	echo "ok - # SKIP lease checks: fence.lease_acquire(text,interval,text) not installed"
+else
+	rm -f "$T/up" "$T/tok"
+	"$PGF" run --lease 1500ms --holder "cli basic holder" lease1 -- sh -c '
+		echo "$FENCE_TOKEN" > "$1/tok"
+		psql -X -At -c "SELECT token FROM fence.leases WHERE name = \$\$lease1\$\$" > "$1/leases"
+		psql -X -At -c "SELECT token FROM fence.locks WHERE name = \$\$lease1\$\$ AND kind = \$\$lease\$\$" > "$1/locks"
+		echo up > "$1/up"; sleep 2.5' sh "$T" 2>"$T/err" & P=$!
+	waitfile "$T/up" || bad "lease command did not start"
+	tok=$(cat "$T/tok")
+	is "FENCE_TOKEN matches fence.leases" "$(cat "$T/leases")" "$tok"
+	is "FENCE_TOKEN matches fence.locks" "$(cat "$T/locks")" "$tok"
+	out=$("$PGF" status lease1); rc=$?
+	is "status NAME of a held lease exits 0" "$rc" 0
+	has "status shows the holder" "$out" "cli basic holder"
+	has "status shows the token" "$out" "lease1 *lease *$tok "
+	"$PGF" status no-such-lock-$$ >/dev/null; is "status NAME of a free lock exits 1" $? 1
+	err=$("$PGF" run --lease 5s lease1 -- echo never 2>&1); rc=$?
+	is "busy lease exits 75" "$rc" 75
+	has "busy lease message" "$err" 'pg_fence: lease "lease1" is held by another holder'
+	err=$("$PGF" run --lease 5s --wait 300ms lease1 -- echo never 2>&1); rc=$?
+	is "lease --wait timeout exits 73" "$rc" 73
+	# The command outlives the TTL (2.5s > 1.5s): renewals keep the lease.
+	wait "$P"; is "lease renewed past its TTL: command's code 0" $? 0
+	is "no loss reported" "$(cat "$T/err")" ""
+	is "lease released at exit" "$(psql -X -At -c "SELECT count(*) FROM fence.leases WHERE name = 'lease1' AND expires_at > clock_timestamp()")" "0"
+	out=$("$PGF" run --lease 5s --wait 5s lease1 -- sh -c 'echo "$FENCE_TOKEN"')
+	is "a later grant has a higher token" "$([ "$out" -gt "$tok" ] && echo yes)" "yes"
+	"$PGF" run lease-default -- sh -c 'psql -X -At -c "SELECT round(extract(epoch FROM expires_at - granted_at)) FROM fence.leases WHERE name = \$\$lease-default\$\$"' >"$T/ttl"
+	is "default mode is a 30s lease" "$(cat "$T/ttl")" "30"
+fi
+
+echo "cli_run_basic: $FAILS failed"
+[ "$FAILS" -eq 0 ]
