@@ -5,6 +5,7 @@
 # make demo         install missing Debian packages, build, install, and run the
 #                   demo on a throwaway cluster
 # make test         the same, then every test layer on a throwaway cluster
+# make bench        the benchmarks (bench/BENCH.md); writes bench/results.*
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
@@ -46,7 +47,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test
+.PHONY: deps demo test bench
 
 deps:
 	@bash scripts/install-deps.sh
@@ -60,6 +61,15 @@ test: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash scripts/temp-cluster.sh bash test/run-all.sh
+
+# Benchmarks (bench/BENCH.md): extra packages (redis-server, hiredis), then
+# every scenario on a throwaway cluster with fsync on.
+bench: deps
+	bash bench/install-bench-deps.sh
+	$(MAKE) all
+	$(MAKE) install
+	$(MAKE) bench-tools
+	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).

@@ -15,21 +15,13 @@
 BENCH_DRIVER = bench/redis_path
 BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra $(if $(WERROR),-Werror)
 
-.PHONY: bench bench-deps bench-tools
-
-bench-deps:
-	@bash scripts/install-deps.sh
-	@bash bench/install-bench-deps.sh
+# The `bench` target itself is in the top Makefile, with `test` and `demo`,
+# so that it works on a machine where nothing is installed yet.
+.PHONY: bench-tools
 
 bench-tools: $(BENCH_DRIVER)
 
 $(BENCH_DRIVER): bench/redis_path.cpp
 	g++ $(BENCH_CXXFLAGS) -o $@ $< -lpqxx -lpq -lhiredis -pthread
-
-bench: bench-deps
-	$(MAKE) all
-	$(MAKE) install
-	$(MAKE) bench-tools
-	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
 
 EXTRA_CLEAN += $(BENCH_DRIVER) bench/out
