@@ -61,7 +61,7 @@
  *	  wait for the TTL, as if the holder had vanished.  So when a transaction
  *	  consists of nothing but one successful lease_release (no XID and no WAL
  *	  before the call, no WAL after it up to commit), its commit is made
- *	  asynchronous: see ReleaseCommitCallback.  Everything else commits as
+ *	  asynchronous: see include/ext/commit.hpp.  Everything else commits as
  *	  the caller configured it.
  *
  * This file is PostgreSQL-style code (only trivially destructible locals),
@@ -78,6 +78,7 @@
 
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/commit.hpp"
 #include "ext/locks.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
@@ -156,70 +157,6 @@ struct LeaseCall
 	Oid			save_userid;
 	int			save_sec_context;
 };
-
-/*
- * Async-commit state of a release-only transaction (design note 5).  armed:
- * the transaction had no XID and wrote no WAL before a successful
- * lease_release; armed_xid / armed_end: its XID and WAL end right after it.
- */
-bool		callback_registered = false;
-bool		armed = false;
-TransactionId armed_xid = InvalidTransactionId;
-XLogRecPtr	armed_end = InvalidXLogRecPtr;
-bool		overridden = false;
-int			saved_synchronous_commit = 0;
-
-/*
- * Make the commit of a release-only transaction asynchronous, without
- * touching any setting the caller can see: the C variable behind
- * synchronous_commit is changed at PRE_COMMIT, after every deferred trigger
- * and portal of the transaction has run (no SQL of the caller runs after
- * that), and restored by the COMMIT or ABORT callback, which run before
- * the GUC machinery's end-of-transaction processing.  The commit record
- * is still written and visible at once; only the wait for its flush (and
- * for synchronous standbys) is skipped, for a transaction whose only
- * durable change is one lease's release.
- *
- * Conditions, rechecked here: the transaction's XID is the one our release
- * got (it had none before), and no WAL was written after our release
- * (XactLastRecEnd unchanged; WAL-less changes such as temporary tables are
- * not durable anyway).  Anything else the caller did (another write, a
- * nextval, a second lease call) makes the commit synchronous as usual.
- */
-void
-ReleaseCommitCallback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			if (armed && GetTopTransactionIdIfAny() == armed_xid &&
-				XactLastRecEnd == armed_end &&
-				synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
-			{
-				saved_synchronous_commit = synchronous_commit;
-				synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
-				overridden = true;
-			}
-			armed = false;
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-		case XACT_EVENT_PRE_PREPARE:
-		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			if (overridden)
-			{
-				synchronous_commit = saved_synchronous_commit;
-				overridden = false;
-			}
-			armed = false;
-			break;
-		default:
-			break;
-	}
-}
 
 void
 CheckWritable(const char *what, NameArg name)
@@ -461,9 +398,8 @@ LeaseRelease(FunctionCallInfo fcinfo)
 
 	CheckWritable("release", name);
 
-	/* design note 5: has this transaction written anything durable yet? */
-	bool		clean_before = !TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
-		XactLastRecEnd == InvalidXLogRecPtr;
+	/* design note 5: where its WAL stood before the release */
+	WalMark		before = WalMarkNow();
 	LeaseCall	call;
 
 	(void) LeaseBegin(&call, name, true);
@@ -482,19 +418,8 @@ LeaseRelease(FunctionCallInfo fcinfo)
 
 	LeaseEnd(&call, released);
 
-	if (released && clean_before)
-	{
-		if (!callback_registered)
-		{
-			RegisterXactCallback(ReleaseCommitCallback, nullptr);
-			callback_registered = true;
-		}
-		armed = true;
-		armed_xid = GetTopTransactionIdIfAny();
-		armed_end = XactLastRecEnd;
-	}
-	else if (released)
-		armed = false;
+	if (released)
+		AllowAsyncCommitSince(before);
 	PG_RETURN_BOOL(released);
 }
 

@@ -12,6 +12,8 @@
  */
 #include "ext/tokens.hpp"
 
+#include "ext/commit.hpp"
+
 extern "C" {
 #include "commands/sequence.h"
 #include "replication/syncrep.h"
@@ -69,6 +71,8 @@ IssueToken()
 
 	Oid			seq = TokenSequenceOid();
 
+	WalMark		before = WalMarkNow();
+
 	/* The sequence's owner is the extension; callers need no USAGE on it. */
 	int64		token = nextval_internal(seq, false);
 
@@ -92,6 +96,13 @@ IssueToken()
 		SyncRepWaitForLSN(lsn, false);
 	}
 	relation_close(rel, NoLock);
+
+	/*
+	 * The sequence's WAL is durable now, whatever becomes of the transaction
+	 * (sequence changes are not transactional), so a transaction that only
+	 * draws tokens need not wait for its commit record's flush as well.
+	 */
+	AllowAsyncCommitSince(before);
 	return token;
 }
 

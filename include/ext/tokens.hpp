@@ -34,7 +34,9 @@ namespace fence {
  * therefore flushes the WAL up to the sequence page's LSN (the record that
  * covers the value) before returning, and waits for synchronous standbys when
  * synchronous replication is configured.  Both are no-ops when already done,
- * which is 31 calls in 32.
+ * which is 31 calls in 32.  Since the token is then durable on its own, a
+ * transaction that does nothing but draw tokens commits without a second
+ * flush for its commit record (AllowAsyncCommitSince, commit.hpp).
  *
  * Raises 25006 in recovery or a read-only transaction.
  */

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# commit_durability.sh - pg_fence skips the commit's WAL flush only for
+# transactions whose WAL needs none (include/ext/commit.hpp): one that only
+# draws fencing tokens (already flushed) or only releases a lease.  Every
+# other transaction that also took a lock, drew a token or released a lease
+# must commit as durably as the caller configured.
+#
+# Each case runs one transaction that mixes pg_fence calls with a durable
+# change, then crashes the server at once (pg_ctl stop -m immediate, which
+# loses WAL still in the server's buffers; wal_writer_delay = 10s keeps the
+# WAL writer from writing them meanwhile) and checks after the restart that
+# the change survived.  If pg_fence wrongly made such a commit asynchronous,
+# the commit record would be lost and the check fails.
+#
+# Run under scripts/temp-cluster.sh (test/run-all.sh does).
+set -euo pipefail
+
+: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
+DB=fence_commit_durability
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
+server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	server_up || "$FENCE_CLUSTER_CTL" start || true
+	admin -c 'ALTER SYSTEM RESET wal_writer_delay' -c 'ALTER SYSTEM RESET autovacuum' || true
+	"$FENCE_CLUSTER_CTL" restart || true
+	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
+	exit "$rc"
+}
+trap cleanup EXIT
+
+admin -c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c 'ALTER SYSTEM SET autovacuum = off'
+"$FENCE_CLUSTER_CTL" restart
+dropdb --if-exists "$DB" >/dev/null 2>&1 || true
+createdb "$DB"
+q -c 'CREATE EXTENSION pg_fence' \
+  -c 'CREATE TABLE t (id int PRIMARY KEY)' \
+  -c 'CHECKPOINT'
+
+failures=0
+crash() {
+	"$FENCE_CLUSTER_CTL" stop-immediate
+	"$FENCE_CLUSTER_CTL" start
+}
+check() {	# check NAME SQL EXPECTED
+	local got
+	got=$(q -c "$2")
+	if [ "$got" = "$3" ]; then
+		echo "ok   $1"
+	else
+		echo "FAIL $1: got '$got', expected '$3'"
+		failures=$((failures + 1))
+	fi
+}
+
+# 1. lock first, then a durable write
+q -c 'BEGIN' -c "SELECT fence.try_lock('c1')" -c 'INSERT INTO t VALUES (1)' -c 'COMMIT' >/dev/null
+crash
+check "try_lock then INSERT: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 1' 1
+
+# 2. a durable write first, then a lock
+q -c 'BEGIN' -c 'INSERT INTO t VALUES (2)' -c "SELECT fence.try_xact_lock('c2')" -c 'COMMIT' >/dev/null
+crash
+check "INSERT then try_xact_lock: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 2' 1
+
+# 3. lock, write, lock again (the last call must not re-arm the async commit)
+q -c 'BEGIN' -c "SELECT fence.try_xact_lock('c3')" -c 'INSERT INTO t VALUES (3)' \
+  -c "SELECT fence.try_lock('c3b')" -c 'COMMIT' >/dev/null
+crash
+check "lock, INSERT, lock: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 3' 1
+
+# 4. a lease acquisition in autocommit: token and row are both durable
+tok=$(q -c "SELECT fence.lease_acquire('c4', '1 hour', 'case 4')")
+crash
+check "lease_acquire in autocommit: the lease survives" \
+	"SELECT count(*) FROM fence.leases WHERE name = 'c4' AND token = $tok" 1
+
+# 5. a lease renewal in autocommit is durable
+q -c "SELECT fence.lease_renew('c4', $tok, '5 hours')" >/dev/null
+crash
+check "lease_renew in autocommit: the renewal survives" \
+	"SELECT expires_at > clock_timestamp() + interval '4 hours' FROM fence.leases WHERE name = 'c4'" t
+
+# 6. a lease release together with a durable write
+q -c 'BEGIN' -c "SELECT fence.lease_release('c4', $tok)" -c 'INSERT INTO t VALUES (6)' -c 'COMMIT' >/dev/null
+crash
+check "lease_release then INSERT: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 6' 1
+check "lease_release then INSERT: the release survives" "SELECT count(*) FROM fence.leases WHERE name = 'c4'" 0
+
+# 7. no setting the caller can see was changed along the way
+check "synchronous_commit unchanged after a lock-only commit" \
+	"SELECT fence.try_lock('c7') IS NOT NULL; SHOW synchronous_commit" "t
+on"
+
+if [ "$failures" -ne 0 ]; then
+	echo "commit_durability: $failures failure(s)"
+	exit 1
+fi
+echo "commit_durability: ok"
