@@ -64,8 +64,8 @@ test: deps
 
 # Benchmarks (bench/BENCH.md): extra packages (redis-server, hiredis), then
 # every scenario on a throwaway cluster with fsync on.
-bench: deps
-	bash bench/install-bench-deps.sh
+bench:
+	@bash scripts/install-deps.sh --bench
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) bench-tools

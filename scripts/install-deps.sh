@@ -3,7 +3,10 @@
 # and run its demo.  Idempotent: installs only what is missing, and does
 # nothing (not even apt-get update) when everything is there.
 #
-# Usage: scripts/install-deps.sh [--print]
+# Usage: scripts/install-deps.sh [--bench] [--print]
+#   --bench   also the packages only the benchmarks need (make bench):
+#             redis-server (the alternative lock service compared against)
+#             and libhiredis-dev (its C client, for bench/redis_path.cpp)
 #   --print   list the packages that would be installed, install nothing
 #
 # Needs root (or sudo) when something is missing.  PG_MAJOR selects the
@@ -25,6 +28,19 @@ packages=(
 	procps                                   # ps/pkill used by tests
 )
 
+print_only=false
+bench=false
+for arg in "$@"; do
+	case $arg in
+		--print) print_only=true ;;
+		--bench) bench=true ;;
+		*) echo "usage: $0 [--bench] [--print]" >&2; exit 2 ;;
+	esac
+done
+if $bench; then
+	packages+=(redis-server libhiredis-dev)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -32,7 +48,7 @@ for p in "${packages[@]}"; do
 	fi
 done
 
-if [ "${1:-}" = "--print" ]; then
+if $print_only; then
 	printf '%s\n' "${missing[@]}"
 	exit 0
 fi
@@ -60,4 +76,14 @@ if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+# Debian's redis-server package starts a system redis on port 6379; the bench
+# never uses it (it starts its own on a free loopback port), so stop and
+# disable it again if we installed it.
+if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/redis-server ]; then
+		$SUDO /etc/init.d/redis-server stop >/dev/null 2>&1 || true
+	fi
+fi
 echo "pg_fence: packages installed" >&2

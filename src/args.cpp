@@ -14,13 +14,19 @@
 
 namespace fence {
 
-NameArg
-GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname)
+void
+RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must not be null", argname)));
+}
+
+NameArg
+GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	RequireArg(fcinfo, argno, argname);
 
 	text	   *t = PG_GETARG_TEXT_PP(argno);
 	NameArg		name = {VARDATA_ANY(t), (int) VARSIZE_ANY_EXHDR(t)};
@@ -47,10 +53,7 @@ NameCString(NameArg name)
 int64
 GetInt64Arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must not be null", argname)));
+	RequireArg(fcinfo, argno, argname);
 	return PG_GETARG_INT64(argno);
 }
 
@@ -61,9 +64,7 @@ GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname, bool nul
 	{
 		if (null_ok)
 			return -1;
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must not be null", argname)));
+		RequireArg(fcinfo, argno, argname);
 	}
 
 	Interval   *iv = PG_GETARG_INTERVAL_P(argno);

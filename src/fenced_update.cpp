@@ -61,6 +61,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/stats.hpp"
 
@@ -198,15 +199,6 @@ struct RelInfo
 	char		relkind;
 	bool		hassubclass;
 };
-
-void
-RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must not be null", argname)));
-}
 
 void
 LookUpRelation(Oid relid, RelInfo *rel)

@@ -34,6 +34,7 @@
  */
 #include "ext/guard.hpp"
 
+#include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/stats.hpp"
 
@@ -334,10 +335,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 Relation
 OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"rel\" must not be null")));
+	RequireArg(fcinfo, 0, "rel");
 
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	rel = relation_open(relid, lockmode);
@@ -361,10 +359,7 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 Datum
 Guard(FunctionCallInfo fcinfo)
 {
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"fence_column\" must not be null")));
+	RequireArg(fcinfo, 1, "fence_column");
 
 	/* CREATE TRIGGER's lock, taken before any check */
 	Relation	rel = OpenGuardTarget(fcinfo, ShareRowExclusiveLock, "guard");

@@ -32,6 +32,9 @@ struct NameArg
 	int			len;
 };
 
+/* Raise 22023 naming the argument if argument argno is NULL. */
+void		RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+
 /* Argument argno as a lock/lease/resource name; raises 22023 if invalid. */
 NameArg		GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 

@@ -6,34 +6,27 @@
 # must commit as durably as the caller configured.
 #
 # Each case runs one transaction that mixes pg_fence calls with a durable
-# change, then crashes the server at once (pg_ctl stop -m immediate, which
-# loses WAL still in the server's buffers; wal_writer_delay = 10s keeps the
-# WAL writer from writing them meanwhile) and checks after the restart that
-# the change survived.  If pg_fence wrongly made such a commit asynchronous,
+# change, then crashes the server at once (test/shell/lib/crash_env.sh) and
+# checks after the restart that the change survived.  If pg_fence wrongly made such a commit asynchronous,
 # the commit record would be lost and the check fails.
 #
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
 
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
+. "$(dirname "$0")/lib/crash_env.sh"
 DB=fence_commit_durability
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
-admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
 cleanup() {
 	local rc=$?
 	trap - EXIT
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	admin -c 'ALTER SYSTEM RESET wal_writer_delay' -c 'ALTER SYSTEM RESET autovacuum' || true
-	"$FENCE_CLUSTER_CTL" restart || true
+	crash_env_cleanup
 	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
 	exit "$rc"
 }
 trap cleanup EXIT
 
-admin -c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c 'ALTER SYSTEM SET autovacuum = off'
-"$FENCE_CLUSTER_CTL" restart
+crash_env_setup
 dropdb --if-exists "$DB" >/dev/null 2>&1 || true
 createdb "$DB"
 q -c 'CREATE EXTENSION pg_fence' \
@@ -41,10 +34,6 @@ q -c 'CREATE EXTENSION pg_fence' \
   -c 'CHECKPOINT'
 
 failures=0
-crash() {
-	"$FENCE_CLUSTER_CTL" stop-immediate
-	"$FENCE_CLUSTER_CTL" start
-}
 check() {	# check NAME SQL EXPECTED
 	local got
 	got=$(q -c "$2")

@@ -25,22 +25,18 @@
 # the test could not run).
 set -euo pipefail
 
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
+. "$(dirname "$0")/lib/crash_env.sh"
 DB=postgres
 scratch=public.scratch_seq
 ROUNDS=${FENCE_DURABILITY_ROUNDS:-2}
 MODES="committed rollback async open"
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
-admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
 cleanup() {
 	local rc=$?
 	trap - EXIT
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	admin -c 'ALTER SYSTEM RESET wal_writer_delay' -c 'ALTER SYSTEM RESET autovacuum' || true
-	"$FENCE_CLUSTER_CTL" restart || true
+	crash_env_cleanup
 	for db in $(admin -c "SELECT datname FROM pg_database WHERE datname LIKE 'fence\_durability\_%'"); do
 		dropdb --if-exists "$db" >/dev/null 2>&1 || true
 	done
@@ -48,11 +44,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# No background WAL writes during a round: the WAL writer waits 10 s between
-# rounds of work, and autovacuum (which commits) stays off.
-admin -c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c 'ALTER SYSTEM SET autovacuum = off'
-"$FENCE_CLUSTER_CTL" restart
-[ "$(admin -c 'SHOW wal_writer_delay')" = "10s" ] || { echo "wal_writer_delay not set"; exit 1; }
+# No background WAL writes during a round (see lib/crash_env.sh).
+crash_env_setup
 
 max_seen=0
 violations=0
