@@ -5,7 +5,7 @@
 # make demo         install missing Debian packages, build, install, and run the
 #                   demo on a throwaway cluster
 # make test         the same, then every test layer on a throwaway cluster
-# make bench        the benchmarks (bench/BENCH.md); writes bench/results.*
+# make bench        the benchmarks (bench/README.md); writes bench/results.*
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
@@ -62,7 +62,7 @@ test: deps
 	$(MAKE) install
 	bash scripts/temp-cluster.sh bash test/run-all.sh
 
-# Benchmarks (bench/BENCH.md): extra packages (redis-server, hiredis), then
+# Benchmarks (bench/README.md): extra packages (redis-server, hiredis), then
 # every scenario on a throwaway cluster with fsync on.
 bench:
 	@bash scripts/install-deps.sh --bench

@@ -20,7 +20,7 @@ mem_growth_limit_kb=1024
 	echo "# pg_fence benchmark results"
 	echo
 	echo "Written by \`make bench\` (\`bench/run.sh\`) on $(date -u '+%Y-%m-%d %H:%M UTC'). How the"
-	echo "scenarios work and how to read the ratios: [BENCH.md](BENCH.md)."
+	echo "scenarios work and how to read the ratios: [README.md](README.md)."
 	echo
 	echo "| | |"
 	echo "|---|---|"
