@@ -14,6 +14,8 @@
  *	  UPDATE rel SET <changes>, fence_column = token
  *	   WHERE <key> AND fence_column < token		(<= with allow_equal)
  *
+ * with the token also set as fence.token for the duration of the UPDATE
+ * (for guarded tables: see the comment at the UPDATE below),
  * and returns true if it updated the row, false if the row exists but its
  * fence is too high (a stale token: reported through ReportStaleWrite).  It
  * raises P0002 when no row (visible to the caller) matches key and 21000
@@ -63,6 +65,7 @@
  */
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/messages.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -245,7 +248,7 @@ LookUpColumn(const RelInfo *rel, const char *name, int name_len, ColumnRef *col)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						name, NameStr(rel->relname))));
+						ClipForMessage(name, name_len), NameStr(rel->relname))));
 
 	Form_pg_attribute att = (Form_pg_attribute) GETSTRUCT(tup);
 
@@ -704,10 +707,11 @@ SelectByKey(PlanEntry *e, Datum *values, char *nulls, int *nrows, int64 *fence,
 	}
 }
 
-char *
+/* The key for messages, clipped (a key can be megabytes long). */
+const char *
 KeyText(Jsonb *key)
 {
-	return JsonbToCString(nullptr, &key->root, VARSIZE(key));
+	return ClipForMessage(JsonbToCString(nullptr, &key->root, VARSIZE(key)));
 }
 
 void
@@ -792,29 +796,28 @@ FencedUpdate(FunctionCallInfo fcinfo)
 					 &nulls[nchanges + 1 + i]);
 
 	/*
-	 * With allow_equal, a row already fenced at token keeps its fence value,
-	 * so a guard trigger (fence.guard) would see no token presented by the
-	 * new row.  Present it as fence.token for the duration of the UPDATE, in
-	 * a GUC nesting level of our own, as a function's SET clause does: the
-	 * caller's setting is back when we return, and transaction abort pops it
-	 * on error.
+	 * Present the token as fence.token for the duration of the UPDATE, so
+	 * that a guard trigger (fence.guard) sees it wherever the new row cannot
+	 * carry it: with allow_equal, a row already fenced at token keeps its
+	 * fence value; an UPDATE that moves a row to another partition runs as a
+	 * DELETE of the old row (which fires the BEFORE DELETE trigger) and an
+	 * INSERT.  Writes made by triggers fired by the UPDATE see it too: they
+	 * write on behalf of the same holder.  It is set in a GUC nesting level
+	 * of our own, as a function's SET clause does: the caller's setting is
+	 * back when we return, and transaction abort pops it on error.
 	 */
-	int			guc_nestlevel = -1;
+	char		tokbuf[32];
 
-	if (allow_equal)
-	{
-		char		tokbuf[32];
+	snprintf(tokbuf, sizeof(tokbuf), INT64_FORMAT, token);
 
-		snprintf(tokbuf, sizeof(tokbuf), INT64_FORMAT, token);
-		guc_nestlevel = NewGUCNestLevel();
-		(void) set_config_option("fence.token", tokbuf, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
+	int			guc_nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("fence.token", tokbuf, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 
 	int			rc = SPI_execute_plan(e->update_plan, values, nulls, false, 0);
 
-	if (guc_nestlevel >= 0)
-		AtEOXact_GUC(true, guc_nestlevel);
+	AtEOXact_GUC(true, guc_nestlevel);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 

@@ -22,6 +22,12 @@
  * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
  * UPDATE, MERGE) are checked row by row.
  *
+ * A row trigger runs only on the table that holds the row: a partitioned
+ * table's trigger is cloned to its partitions, but an inheritance parent's
+ * is not inherited by its children, whose rows an UPDATE or DELETE of the
+ * parent also writes.  So fence.guard refuses a parent unless all of its
+ * descendants are guarded already (RequireChildrenGuarded).
+ *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; the SQL entry points run it through fence::Entry.
  *
@@ -36,6 +42,7 @@
 
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/messages.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -43,6 +50,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/dependency.h"
 #include "catalog/objectaddress.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -186,8 +194,9 @@ QualifiedName(Relation rel)
  * The row's key for messages: its primary key values, "(id)=(42)", when the
  * table has one and the user may see them (BuildIndexValueDescription
  * checks column privileges and row-level security), else "ctid (0,1)".
+ * Clipped: key values can be kilobytes long.
  */
-char *
+const char *
 RowDescription(Relation rel, HeapTuple tuple)
 {
 	char	   *desc = nullptr;
@@ -209,14 +218,14 @@ RowDescription(Relation rel, HeapTuple tuple)
 	if (desc == nullptr)
 		desc = psprintf("ctid (%u,%u)", ItemPointerGetBlockNumberNoCheck(&tuple->t_self),
 						(unsigned) ItemPointerGetOffsetNumberNoCheck(&tuple->t_self));
-	return desc;
+	return ClipForMessage(desc);
 }
 
 void
 RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 current)
 {
 	char	   *table = QualifiedName(rel);
-	char	   *key = RowDescription(rel, row);
+	const char *key = RowDescription(rel, row);
 
 	ReportStaleWrite("guard", psprintf("%s %s", table, key), presented, current);
 	ereport(ERROR,
@@ -228,12 +237,17 @@ RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 c
 			 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
 }
 
+/*
+ * No token: fence.token is not valid in this transaction (state) and the
+ * write presents none of its own.  sets_null: an UPDATE that sets a
+ * non-NULL fence to NULL (which presents no token, like an unchanged one).
+ */
 void
-RaiseNoToken(Relation rel, HeapTuple row, bool is_update, const char *column,
-			 TokenState state)
+RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null,
+			 const char *column, TokenState state)
 {
 	char	   *table = QualifiedName(rel);
-	char	   *key = RowDescription(rel, row);
+	const char *key = RowDescription(rel, row);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FENCE_NO_TOKEN),
@@ -241,6 +255,8 @@ RaiseNoToken(Relation rel, HeapTuple row, bool is_update, const char *column,
 					is_update ? "UPDATE" : "DELETE", key, table),
 			 state == TokenState::kOtherTransaction
 			 ? errdetail("fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
+			 : is_update && sets_null
+			 ? errdetail("The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.", column)
 			 : is_update
 			 ? errdetail("The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.", column)
 			 : errdetail("fence.token is not set in this transaction."),
@@ -310,7 +326,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		TokenState	state = CurrentTokenSetting(&token);
 
 		if (state != TokenState::kValid)
-			RaiseNoToken(rel, old_row, true, column, state);
+			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, state);
 		if (!old_null && token < current)
 			RaiseStale(rel, old_row, "UPDATE", token, current);
 
@@ -325,10 +341,77 @@ GuardTrigger(FunctionCallInfo fcinfo)
 	TokenState	state = CurrentTokenSetting(&token);
 
 	if (state != TokenState::kValid)
-		RaiseNoToken(rel, old_row, false, column, state);
+		RaiseNoToken(rel, old_row, false, false, column, state);
 	if (!old_null && token < current)
 		RaiseStale(rel, old_row, "DELETE", token, current);
 	return PointerGetDatum(old_row);
+}
+
+/*
+ * rel's trigger "fence_guard" if fence.guard installed it (it runs
+ * fence.guard_trigger), else nullptr.
+ */
+const Trigger *
+FindGuardTrigger(Relation rel)
+{
+	if (rel->trigdesc == nullptr)
+		return nullptr;
+	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+	{
+		const Trigger *t = &rel->trigdesc->triggers[i];
+
+		if (strcmp(t->tgname, kGuardTriggerName) != 0)
+			continue;
+
+		char	   *fn = get_func_name(t->tgfoid);
+		char	   *nsp = get_namespace_name(get_func_namespace(t->tgfoid));
+
+		if (fn != nullptr && nsp != nullptr && strcmp(fn, "guard_trigger") == 0 &&
+			strcmp(nsp, "fence") == 0)
+			return t;
+		return nullptr;
+	}
+	return nullptr;
+}
+
+/*
+ * An UPDATE or DELETE of an inheritance parent also writes the rows of its
+ * children, and a row trigger fires only on the table that holds the row:
+ * the parent's guard does not cover them.  So a parent may be guarded only
+ * when every descendant already is, with the same fence column.  (A
+ * partitioned table is different: CREATE TRIGGER clones its trigger to
+ * every partition, present and future.)  Locks the descendants with
+ * AccessShareLock; the caller's ShareRowExclusiveLock on rel keeps new
+ * children from being attached to it meanwhile.
+ */
+void
+RequireChildrenGuarded(Relation rel, const char *column)
+{
+	Oid			relid = RelationGetRelid(rel);
+	List	   *tables = find_all_inheritors(relid, AccessShareLock, nullptr);
+	ListCell   *lc;
+
+	foreach(lc, tables)
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (child == relid)
+			continue;
+
+		Relation	crel = relation_open(child, NoLock);
+		const Trigger *t = FindGuardTrigger(crel);
+
+		if (t == nullptr || t->tgnargs != 1 || strcmp(t->tgargs[0], column) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot guard table %s because its inheritance child %s is not guarded with fence column \"%s\"",
+							QualifiedName(rel), QualifiedName(crel), column),
+					 errdetail("An UPDATE or DELETE of %s also writes the rows of its inheritance children, and only a child's own guard checks them.",
+							   QualifiedName(rel)),
+					 errhint("Guard each table of the hierarchy separately, children first, or use a partitioned table, whose guard covers every partition.")));
+		relation_close(crel, NoLock);
+	}
+	list_free(tables);
 }
 
 /* Open rel for (un)guarding: a table, owned by the current user. */
@@ -389,6 +472,9 @@ Guard(FunctionCallInfo fcinfo)
 				 errdetail("It has a trigger named \"%s\".", kGuardTriggerName),
 				 errhint("Run fence.unguard first to guard it with another fence column.")));
 
+	if (rel->rd_rel->relkind == RELKIND_RELATION && has_subclass(relid))
+		RequireChildrenGuarded(rel, column);
+
 	/*
 	 * CREATE TRIGGER fence_guard BEFORE UPDATE OR DELETE ON rel FOR EACH ROW
 	 * EXECUTE FUNCTION fence.guard_trigger(column), built as a parse node
@@ -429,24 +515,11 @@ Unguard(FunctionCallInfo fcinfo)
 	Relation	rel = OpenGuardTarget(fcinfo, AccessExclusiveLock, "unguard");
 	Oid			relid = RelationGetRelid(rel);
 	Oid			trigoid = get_trigger_oid(relid, kGuardTriggerName, true);
-	bool		ours = false;
 
 	/* Drop only a trigger that fence.guard made (runs fence.guard_trigger). */
-	if (OidIsValid(trigoid) && rel->trigdesc != nullptr)
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
+	const Trigger *ours = FindGuardTrigger(rel);
 
-			if (t->tgoid == trigoid)
-			{
-				char	   *fn = get_func_name(t->tgfoid);
-				char	   *nsp = get_namespace_name(get_func_namespace(t->tgfoid));
-
-				ours = fn != nullptr && nsp != nullptr && strcmp(fn, "guard_trigger") == 0 &&
-					strcmp(nsp, "fence") == 0;
-			}
-		}
-	if (!ours)
+	if (ours == nullptr || ours->tgoid != trigoid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table %s is not guarded", QualifiedName(rel)),
@@ -510,9 +583,11 @@ FENCE_SQL_FUNCTION(fence_guard_trigger)
 /*
  * fence.guard(rel regclass, fence_column name DEFAULT 'fence') RETURNS void
  *	 Installs the trigger "fence_guard" on rel.  Owner only (42501).
- *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER).  Errors: 42809
- *	 not a table, 42703 no such column, 42804 not bigint, 42710 already
- *	 guarded, 22023 NULL argument.
+ *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER), AccessShareLock
+ *	 on its inheritance descendants.  Errors: 42809 not a table, 42703 no
+ *	 such column, 42804 not bigint, 42710 already guarded, 0A000 an
+ *	 inheritance child not guarded (with the same fence column), 22023 NULL
+ *	 argument.
  */
 FENCE_SQL_FUNCTION(fence_guard)
 {

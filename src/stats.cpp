@@ -30,6 +30,7 @@
 #include "ext/observability.hpp"
 
 #include "ext/args.hpp"
+#include "ext/messages.hpp"
 
 extern "C" {
 #include "port/atomics.h"
@@ -386,7 +387,7 @@ ReportStaleWrite(const char *where, const char *resource, int64 presented, int64
 	StatsCount(StatKind::kStaleWrites);
 	ereport(LOG,
 			(errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT ", current fence " INT64_FORMAT,
-					where, resource, presented, current),
+					where, ClipForMessage(resource), presented, current),
 			 errhidestmt(true)));
 }
 

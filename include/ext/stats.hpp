@@ -45,7 +45,8 @@ void		StatsRecordRelease(uint64 key);
  * counts it and writes the LOG line
  *	 pg_fence: stale write rejected: <where> <resource>: token <presented>, current fence <current>
  * where is "fenced_update", "guard" or "advance"; resource names the table
- * row or resource.  These lines are the signal that a holder outlived its
+ * row or resource (quoted up to 256 bytes, then "...").  These lines are
+ * the signal that a holder outlived its
  * lock: timing assumptions are wrong somewhere.
  */
 void		ReportStaleWrite(const char *where, const char *resource, int64 presented,

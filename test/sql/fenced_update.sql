@@ -390,6 +390,20 @@ SELECT fence.fenced_update('fu.rls', '{"id": 1}', 2, '{"v": "mine3"}');
 RESET ROLE;
 SELECT * FROM fu.rls ORDER BY id;
 
+-- messages and LOG lines quote at most 256 bytes of a key (cut between
+-- characters): a 2 MB key gives a short message
+CREATE TABLE fu.longkey (k text PRIMARY KEY, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO fu.longkey VALUES (repeat('k', 1000), 5);
+CREATE TABLE fu.dupkey (k text, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO fu.dupkey VALUES (repeat('d', 1000), 0), (repeat('d', 1000), 0);
+SELECT fence.fenced_update('fu.longkey', jsonb_build_object('k', repeat('x', 2000000)), 6, '{}');
+SELECT fence.fenced_update('fu.dupkey', jsonb_build_object('k', repeat('d', 1000)), 6, '{}');
+SELECT fence.fenced_update('fu.longkey', jsonb_build_object(repeat('é', 1000000), 1), 6, '{}');
+SET client_min_messages = log;
+SELECT fence.fenced_update('fu.longkey', jsonb_build_object('k', repeat('k', 1000)), 4, '{}');
+SET client_min_messages = warning;
+SELECT k = repeat('k', 1000) AS same_key, fence FROM fu.longkey;
+
 RESET client_min_messages;
 SET client_min_messages = warning;
 DROP SCHEMA fu CASCADE;

@@ -72,7 +72,9 @@ SET LOCAL fence.token = 3;
 UPDATE guard_acct SET balance = 106, fence = 12 WHERE id = 1;
 COMMIT;
 SELECT * FROM guard_acct WHERE id = 1;
--- setting the fence to NULL presents no token of its own: fence.token is stamped
+-- setting the fence to NULL presents no token of its own: without fence.token
+-- it is refused (and the detail says so), with it fence.token is stamped
+UPDATE guard_acct SET fence = NULL WHERE id = 1;
 BEGIN;
 SET LOCAL fence.token = 12;
 UPDATE guard_acct SET fence = NULL WHERE id = 1;
@@ -204,6 +206,43 @@ UPDATE guard_parted SET id = 2 WHERE id = 1;
 SELECT count(*) FROM pg_trigger WHERE tgname = 'fence_guard' AND tgrelid IN
   ('guard_parted'::regclass, 'guard_parted_1'::regclass);
 
+-- inheritance: an UPDATE or DELETE of a parent also writes its children's
+-- rows, which only the children's own guards check; so a parent is guarded
+-- only when every descendant already is, with the same fence column
+CREATE TABLE guard_inh (id int PRIMARY KEY, v text, fence bigint NOT NULL DEFAULT 0,
+                        fence2 bigint);
+CREATE TABLE guard_inh_child () INHERITS (guard_inh);
+CREATE TABLE guard_inh_grandchild () INHERITS (guard_inh_child);
+INSERT INTO guard_inh VALUES (1, 'p', 5);
+INSERT INTO guard_inh_child VALUES (2, 'c', 5);
+INSERT INTO guard_inh_grandchild VALUES (3, 'g', 5);
+\set VERBOSITY sqlstate
+SELECT fence.guard('guard_inh');
+\set VERBOSITY default
+-- a table that has a parent can be guarded
+SELECT fence.guard('guard_inh_grandchild');
+SELECT fence.guard('guard_inh');                 -- its child is not guarded
+SELECT fence.guard('guard_inh_child', 'fence2');  -- its child has another fence column
+SELECT fence.guard('guard_inh_child');
+SELECT fence.guard('guard_inh');
+-- every row of the hierarchy is checked, also through the parent
+UPDATE guard_inh SET v = 'x' WHERE id = 2;
+DELETE FROM guard_inh WHERE id = 3;
+UPDATE guard_inh SET v = 'x', fence = 4 WHERE id = 3;
+BEGIN;
+SET LOCAL fence.token = 6;
+UPDATE guard_inh SET v = 'y' WHERE id IN (1, 2, 3);
+DELETE FROM guard_inh WHERE id = 3;
+COMMIT;
+SELECT tableoid::regclass, * FROM guard_inh ORDER BY id;
+-- a table that inherits later is not guarded until fence.guard is called on it
+CREATE TABLE guard_inh_late () INHERITS (guard_inh);
+INSERT INTO guard_inh_late VALUES (4, 'l', 5);
+UPDATE guard_inh SET v = 'unchecked' WHERE id = 4;
+SELECT fence.guard('guard_inh_late');
+UPDATE guard_inh SET v = 'checked' WHERE id = 4;
+SELECT tableoid::regclass, * FROM guard_inh WHERE id = 4;
+
 -- privileges: only the owner may guard or unguard; writers need only
 -- their table privileges
 CREATE ROLE guard_writer;
@@ -257,11 +296,63 @@ UPDATE guard_acct SET balance = 11 WHERE id = 4;
 \set VERBOSITY default
 SELECT * FROM guard_acct WHERE id = 4;
 
+-- an UPDATE that moves a row to another partition runs as a DELETE (which
+-- fires the BEFORE DELETE trigger on the old partition) and an INSERT: the
+-- DELETE half cannot see the new row's fence, so it needs fence.token
+CREATE TABLE guard_moved (id int, part int, v text, fence bigint NOT NULL DEFAULT 0,
+                          PRIMARY KEY (id, part)) PARTITION BY LIST (part);
+CREATE TABLE guard_moved_1 PARTITION OF guard_moved FOR VALUES IN (1);
+CREATE TABLE guard_moved_2 PARTITION OF guard_moved FOR VALUES IN (2);
+INSERT INTO guard_moved VALUES (1, 1, 'a', 20);
+SELECT fence.guard('guard_moved');
+-- fenced_update presents its token as fence.token for its UPDATE
+SELECT fence.fenced_update('guard_moved', '{"id": 1, "part": 1}', 21, '{"part": 2}');
+SELECT current_setting('fence.token') AS token_after;
+SELECT fence.fenced_update('guard_moved', '{"id": 1, "part": 2}', 20, '{"part": 1}');  -- stale
+SELECT tableoid::regclass, * FROM guard_moved;
+-- a plain UPDATE presents the token with SET LOCAL fence.token
+UPDATE guard_moved SET part = 1, fence = 22 WHERE id = 1;
+BEGIN;
+SET LOCAL fence.token = 20;
+UPDATE guard_moved SET part = 1, fence = 22 WHERE id = 1;
+ROLLBACK;
+BEGIN;
+SET LOCAL fence.token = 22;
+UPDATE guard_moved SET part = 1 WHERE id = 1;
+COMMIT;
+SELECT tableoid::regclass, * FROM guard_moved;
+
+-- writes made by triggers fired by fenced_update's UPDATE see its token as
+-- fence.token: they write on behalf of the same holder
+CREATE TABLE guard_audit (id int PRIMARY KEY, last_v text, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO guard_audit VALUES (1, NULL, 0);
+SELECT fence.guard('guard_audit');
+CREATE FUNCTION guard_audit_row() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN UPDATE guard_audit SET last_v = NEW.v WHERE id = NEW.id; RETURN NEW; END$$;
+CREATE TRIGGER guard_audit_after AFTER UPDATE ON guard_moved_1
+  FOR EACH ROW EXECUTE FUNCTION guard_audit_row();
+SELECT fence.fenced_update('guard_moved', '{"id": 1, "part": 1}', 23, '{"v": "b"}');
+SELECT * FROM guard_audit;
+\set VERBOSITY sqlstate
+UPDATE guard_moved SET v = 'c', fence = 24 WHERE id = 1;  -- the audit write has no token
+\set VERBOSITY default
+SELECT current_setting('fence.token') AS token_after;
+
+-- messages and LOG lines quote at most 256 bytes of a row's key
+CREATE TABLE guard_longkey (k text PRIMARY KEY, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO guard_longkey VALUES (repeat('k', 2000), 5);
+SELECT fence.guard('guard_longkey');
+SET client_min_messages = log;
+UPDATE guard_longkey SET fence = 4;
+RESET client_min_messages;
+
 -- every FN001 above was counted once, and the stale fenced_update too
 SELECT stale_writes_rejected - :stale0 AS stale_writes_counted FROM fence.stats();
 
 DROP VIEW guard_view;
-DROP TABLE guard_acct, guard_textfence, guard_notes, guard_parted, guard_other;
+DROP TABLE guard_acct, guard_textfence, guard_notes, guard_parted, guard_other,
+  guard_moved, guard_audit, guard_longkey;
+DROP TABLE guard_inh CASCADE;
 DROP SEQUENCE guard_seq;
-DROP FUNCTION guard_noop();
+DROP FUNCTION guard_noop(), guard_audit_row();
 DROP ROLE guard_writer;
