@@ -142,12 +142,12 @@ CheckToken(char **newval, void **extra, GucSource source)
 	{
 		/*
 		 * When the library is loaded after the session SET fence.token (no
-		 * shared_preload_libraries), the placeholder's values are applied
-		 * again here.  They count for the current transaction only if the
-		 * placeholder was set in it (it then has a GUC stack); a value left
-		 * over from an earlier transaction does not.
+		 * shared_preload_libraries), the placeholder's values (the session
+		 * value and each saved level) are applied again here.  None of them
+		 * counts yet: InitGuard then marks the current value alone, if the
+		 * placeholder was set in this transaction.
 		 */
-		if (!defining_token || placeholder_set_in_xact)
+		if (!defining_token)
 			e->lxid = CurrentLxid();
 	}
 	*extra = e;
@@ -565,6 +565,16 @@ InitGuard()
 							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
 							   CheckToken, AssignToken, nullptr);
 	defining_token = false;
+
+	/*
+	 * The value in force now was set in this transaction if the placeholder
+	 * had a GUC stack: it counts.  Values saved under it (the session value,
+	 * outer savepoint levels) do not, even when a ROLLBACK TO brings one
+	 * back: ignoring a token set earlier in this transaction only fails
+	 * closed (FN003), counting a leftover one would not.
+	 */
+	if (placeholder_set_in_xact && token_current != nullptr && token_current->has_token)
+		const_cast<TokenExtra *>(token_current)->lxid = CurrentLxid();
 }
 
 }							/* namespace fence */

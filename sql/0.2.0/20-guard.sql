@@ -23,7 +23,7 @@ AS 'MODULE_PATHNAME', 'fence_guard'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.guard(regclass, name) IS
-'Guards table rel: installs the trigger "fence_guard" (BEFORE UPDATE OR DELETE FOR EACH ROW) so that every UPDATE or DELETE must present a fencing token not lower than the row''s fence_column (bigint): the new fence value, or SET LOCAL fence.token = <token> in the same transaction. Only the table''s owner may call it (42501). Takes ShareRowExclusiveLock on rel. Raises 42809 for a non-table, 42703 for a missing column, 42804 when it is not bigint, 42710 when rel is already guarded, 22023 for NULL arguments.';
+'Guards table rel: installs the trigger "fence_guard" (BEFORE UPDATE OR DELETE FOR EACH ROW) so that every UPDATE or DELETE must present a fencing token not lower than the row''s fence_column (bigint): the new fence value, or SET LOCAL fence.token = <token> in the same transaction. Only the table''s owner may call it (42501). Takes ShareRowExclusiveLock on rel. Raises 0A000 for an inheritance parent whose children are not all guarded (guard the children first), 42809 for a non-table, 42703 for a missing column, 42804 when it is not bigint, 42710 when rel is already guarded, 22023 for NULL arguments.';
 
 CREATE FUNCTION fence.unguard(rel regclass)
 RETURNS void

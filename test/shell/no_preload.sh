@@ -70,6 +70,16 @@ out=$(q -c 'SET fence.token = 9' -c 'BEGIN' \
 	-c 'UPDATE np_acct SET v = 2 WHERE id = 1' -c 'ROLLBACK' 2>&1 || true)
 check "leftover SET before load ignored (FN003)" "ERROR:  FN003" "$out"
 
+# a leftover session value brought back by ROLLBACK TO, after the library was
+# loaded inside the savepoint, still does not count (it was re-applied while
+# the setting was defined, but not set in this transaction)
+out=$(q -c 'SET fence.token = 42' -c 'BEGIN' -c 'SAVEPOINT a' -c "SET LOCAL fence.token = ''" \
+	-c "SELECT fence.try_xact_lock('np-load') > 0" -c 'ROLLBACK TO a' \
+	-c '\set ON_ERROR_STOP 0' -c '\set VERBOSITY sqlstate' \
+	-c 'UPDATE np_acct SET v = 4 WHERE id = 1' -c 'ROLLBACK' 2>&1 || true)
+check "leftover SET restored by ROLLBACK TO after load ignored (FN003)" "t
+ERROR:  FN003" "$out"
+
 # stale write: rejected, logged
 out=$(q -c '\set VERBOSITY sqlstate' -c '\set ON_ERROR_STOP 0' \
 	-c 'UPDATE np_acct SET v = 3, fence = 6 WHERE id = 1' 2>&1 || true)
