@@ -23,7 +23,11 @@
  *    second (SELECT 1), and a failed or hung check is a loss;
  *  - if pg_fence itself dies (even SIGKILL), the kernel kills the command
  *    (prctl PR_SET_PDEATHSIG), and the server frees the lock (connection
- *    closed; lease expiry).
+ *    closed; lease expiry);
+ *  - a stopped command never stops pg_fence (it keeps renewing/checking),
+ *    except ^Z of an interactive --session job, see Supervise();
+ *  - a signal while waiting for a session lock cancels the server-side wait
+ *    (WaitCanceller) before pg_fence exits.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -100,12 +104,15 @@ const char kUsage[] =
 	"  --holder TEXT        holder shown in fence.locks (default: HOST:PID)\n"
 	"  -d, --dbname CONNINFO  database name or libpq connection string/URI\n"
 	"                       (default: libpq defaults, PG* environment variables)\n"
-	"Durations: a number with a unit, ms, s, m or h (500ms, 30s, 2m, 1h; no unit: seconds).\n"
+	"Durations: a positive number with a unit, ms, s, m or h (500ms, 30s, 2m, 1h;\n"
+	"no unit: seconds).\n"
 	"\n"
 	"COMMAND runs in its own process group with FENCE_TOKEN (the fencing token)\n"
 	"and FENCE_NAME in its environment.  If the lock is lost it gets SIGTERM, then\n"
 	"SIGKILL after min(5s, TTL/3).  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
-	"SIGUSR2 sent to pg_fence are passed on to it.\n"
+	"SIGUSR2 sent to pg_fence are passed on to it.  A stopped command does not\n"
+	"stop pg_fence (the lock stays held), except ^Z at a terminal with --session;\n"
+	"with --lease, ^Z is refused.\n"
 	"\n"
 	"Exit status: the command's own (128+N if killed by signal N); 75 lock busy;\n"
 	"73 --wait timed out; 74 lock lost while the command ran; 69 cannot connect\n"
@@ -143,10 +150,22 @@ struct UsageError {
 	std::string message;
 };
 
-/* "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds). */
+/* --help or -h among a subcommand's options: print the usage, exit 0. */
+struct HelpRequested {
+};
+
+bool
+IsHelp(const std::string &a)
+{
+	return a == "--help" || a == "-h";
+}
+
+/* "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds); must be positive. */
 milliseconds
 ParseDuration(const std::string &text, const char *what)
 {
+	if (!text.empty() && text[0] == '-')
+		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": must be positive"};
 	std::size_t i = 0;
 	while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
 		i++;
@@ -169,6 +188,8 @@ ParseDuration(const std::string &text, const char *what)
 	if (number.empty() || errno != 0 || end != number.c_str() + number.size() || !(value >= 0))
 		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": expected a number and a unit, like 30s"};
 	double ms = value * scale;
+	if (value == 0)
+		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": must be positive"};
 	if (ms < 1)
 		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": must be at least 1ms"};
 	if (ms > 1e12)
@@ -271,6 +292,8 @@ ParseRun(const std::vector<std::string> &args)
 		}
 		if (a.empty() || a[0] != '-')
 			break;
+		if (IsHelp(a))
+			throw HelpRequested{};
 		if (TakeOption(args, i, "--lease", nullptr, &v))
 		{
 			o.ttl = ParseDuration(v, "lease TTL");
@@ -382,13 +405,20 @@ CreatePipe()
 }
 
 /*
- * Installed once the lock is held, just before the command starts: while
- * pg_fence waits for the lock, SIGINT and friends end it the usual way.
+ * Installed once the lock is held, just before the command starts, and in
+ * session mode also while pg_fence waits for the lock (WaitCanceller).
+ * Otherwise SIGINT and friends end pg_fence the usual way.  Idempotent: the
+ * original dispositions are saved the first time only.
  */
+bool g_handlers_installed = false;
+
 void
 InstallHandlers()
 {
 	CreatePipe();
+	if (g_handlers_installed)
+		return;
+	g_handlers_installed = true;
 	struct sigaction sa;
 	std::memset(&sa, 0, sizeof sa);
 	sa.sa_handler = OnSignal;
@@ -459,6 +489,31 @@ public:
 	}
 
 	Clock::time_point last_ok() const { return Clock::time_point(Clock::duration(last_ok_.load())); }
+
+	/*
+	 * After pg_fence itself was stopped (job control) the last check is old
+	 * only because nobody ran: check now, and wait (at most the check
+	 * timeout) for the answer, so that the caller knows before it lets the
+	 * command continue.
+	 */
+	void CheckNowAndWait()
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		if (stop_ || failed_.load())
+			return;
+		unsigned long before = checks_done_;
+		last_ok_.store(Clock::now().time_since_epoch().count());
+		check_now_ = true;
+		cv_.notify_all();
+		auto answered = [&] { return checks_done_ != before || failed_.load(); };
+		if (!done_cv_.wait_for(lk, kSessionCheckTimeout, answered))
+		{
+			/* Hung: make the check fail at once, and wait for that. */
+			if (in_flight_ && sock_ >= 0)
+				shutdown(sock_, SHUT_RDWR);
+			done_cv_.wait_for(lk, std::chrono::seconds(1), answered);
+		}
+	}
 	bool failed() const { return failed_.load(); }
 	std::string error()
 	{
@@ -472,9 +527,10 @@ private:
 		std::unique_lock<std::mutex> lk(mu_);
 		for (;;)
 		{
-			cv_.wait_for(lk, kSessionCheckEvery, [this] { return stop_; });
+			cv_.wait_for(lk, kSessionCheckEvery, [this] { return stop_ || check_now_; });
 			if (stop_)
 				return;
+			check_now_ = false;
 			in_flight_ = true;
 			lk.unlock();
 			std::string err;
@@ -483,12 +539,26 @@ private:
 				pqxx::nontransaction tx(conn_);
 				tx.exec("SELECT 1");
 			}
+			catch (const pqxx::broken_connection &e)
+			{
+				/*
+				 * When libpq has already seen the connection close (e.g. it
+				 * read the server's FATAL while idle), libpqxx reports only
+				 * "Could not obtain client encoding: not connected.", which
+				 * tells a user nothing: say what happened instead.
+				 */
+				std::string detail = Trim(e.what());
+				if (!conn_.is_open() || detail.find("client encoding") != std::string::npos)
+					detail = "the connection was closed (the server ended the session, or the network failed)";
+				err = "lost the connection to the server: " + detail;
+			}
 			catch (const std::exception &e)
 			{
-				err = Trim(e.what());
+				err = "connection check failed: " + Trim(e.what());
 			}
 			lk.lock();
 			in_flight_ = false;
+			checks_done_++;
 			if (stop_)
 				return;
 			if (!err.empty())
@@ -498,9 +568,14 @@ private:
 				unsigned char b = kLostByte;
 				ssize_t n = write(g_pipe[1], &b, 1);
 				(void) n;
+				lk.unlock();
+				done_cv_.notify_all();
 				return;
 			}
 			last_ok_.store(Clock::now().time_since_epoch().count());
+			lk.unlock();
+			done_cv_.notify_all();
+			lk.lock();
 		}
 	}
 
@@ -508,13 +583,98 @@ private:
 	int sock_;
 	std::mutex mu_;
 	std::condition_variable cv_;
+	std::condition_variable done_cv_;
 	bool stop_ = false;
+	bool check_now_ = false;
 	bool in_flight_ = false;
+	unsigned long checks_done_ = 0;
 	std::string error_;
 	std::atomic<bool> failed_{false};
 	std::atomic<Clock::rep> last_ok_{0};
 	std::thread thread_;
 };
+
+/*
+ * While the main thread waits in the server for a session lock, a signal
+ * (SIGTERM, ^C...) must end that wait at once: otherwise the server-side
+ * session stays in the lock queue until the wait times out (the backend
+ * does not notice a closed client while it waits), and may even be granted
+ * the lock.  This thread watches the self-pipe; on a signal it sends a
+ * cancel request (repeated every 100ms, in case the first one reached the
+ * server before the query) until the main thread is done waiting.
+ */
+class WaitCanceller
+{
+public:
+	explicit WaitCanceller(pqxx::connection &conn) : conn_(conn)
+	{
+		InstallHandlers();
+		thread_ = std::thread([this] { Loop(); });
+	}
+	~WaitCanceller() { Stop(); }
+
+	void Stop()
+	{
+		if (!thread_.joinable())
+			return;
+		done_.store(true);
+		unsigned char b = kLostByte; /* wakes the thread */
+		ssize_t n = write(g_pipe[1], &b, 1);
+		(void) n;
+		thread_.join();
+	}
+
+	/* The first signal received while waiting, or 0. */
+	int signal() const { return signal_.load(); }
+
+private:
+	void Loop()
+	{
+		while (!done_.load())
+		{
+			struct pollfd pfd = {g_pipe[0], POLLIN, 0};
+			if (poll(&pfd, 1, 100) > 0)
+			{
+				unsigned char buf[64];
+				ssize_t got;
+				while ((got = read(g_pipe[0], buf, sizeof buf)) > 0)
+					for (ssize_t k = 0; k < got; k++)
+						if (buf[k] != kLostByte && buf[k] != SIGCHLD && signal_.load() == 0)
+							signal_.store(buf[k]);
+			}
+			if (signal_.load() != 0 && !done_.load())
+			{
+				try
+				{
+					conn_.cancel_query(); /* PQcancel: allowed from another thread */
+				}
+				catch (const std::exception &)
+				{
+					/* nothing to cancel, or the server is gone: either way the wait is over */
+				}
+			}
+		}
+	}
+
+	pqxx::connection &conn_;
+	std::atomic<bool> done_{false};
+	std::atomic<int> signal_{0};
+	std::thread thread_;
+};
+
+/* Ends pg_fence the way `sig` would have, had no handler been installed (the parent sees WIFSIGNALED). */
+[[noreturn]] void
+DieBySignal(int sig)
+{
+	std::fflush(nullptr);
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+	raise(sig);
+	_exit(128 + sig);
+}
 
 /* Who holds the terminal, so that an interactive command can read it. */
 bool g_tty_handoff = false;
@@ -583,10 +743,23 @@ StartCommand(const RunOptions &o, std::int64_t token)
 /*
  * Waits for the command, forwarding signals, and stops it if `lost()`
  * turns true.  Returns the exit code for pg_fence.
+ *
+ * A stopped command (WIFSTOPPED) never freezes pg_fence, with one
+ * exception: ^Z (SIGTSTP, or SIGTTIN/SIGTTOU) of an interactive command
+ * that pg_fence handed the terminal to, in --session mode.  Then pg_fence
+ * stops itself like a shell job, so that the shell gets the terminal back;
+ * the server keeps the session lock meanwhile (the connection stays open),
+ * and on resume pg_fence checks the connection (`resumed`) before it lets
+ * the command continue.  A lease could not be renewed by a stopped
+ * pg_fence, so with --lease ^Z is refused: the command is continued at once,
+ * with a notice.  Any other stop (kill -STOP, or no terminal handed over) is
+ * left alone: the command stays stopped until someone continues it, and
+ * pg_fence keeps renewing and checking; a loss still kills the stopped
+ * command (SIGTERM is followed by SIGCONT, so that it is delivered).
  */
-template <typename LostFn, typename CheckFn>
+template <typename LostFn, typename ResumedFn>
 int
-Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, CheckFn periodic)
+Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, ResumedFn resumed)
 {
 	bool was_lost = false;
 	bool kill_pending = false;
@@ -598,16 +771,32 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, Che
 		pid_t r = waitpid(child, &status, WNOHANG | WUNTRACED);
 		if (r == child)
 		{
-			if (WIFSTOPPED(status))
+			if (!WIFSTOPPED(status))
+				break;
+			int stopsig = WSTOPSIG(status);
+			bool terminal_stop = g_tty_handoff && !was_lost &&
+								 (stopsig == SIGTSTP || stopsig == SIGTTIN || stopsig == SIGTTOU);
+			if (terminal_stop && o.session)
 			{
-				/* ^Z in the command: stop ourselves too, as a shell job would. */
+				/* ^Z: stop ourselves too, as a shell job would; the lock stays held by the open session. */
 				TakeTerminal(getpgrp());
 				raise(SIGSTOP);
-				TakeTerminal(child);
-				kill(-child, SIGCONT);
-				continue;
+				resumed();
+				std::string why;
+				if (!lost(&why))
+				{
+					TakeTerminal(child);
+					kill(-child, SIGCONT);
+				}
+				/* else: the loss is handled below, before the command runs again */
 			}
-			break;
+			else if (terminal_stop)
+			{
+				Msg("the command cannot be suspended while it holds a lease (a stopped pg_fence cannot renew "
+					"it): it continues; use --session for a suspendable job");
+				kill(-child, SIGCONT);
+			}
+			/* else: stopped by someone else; it stays stopped, we keep supervising. */
 		}
 		if (!was_lost)
 		{
@@ -617,6 +806,7 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, Che
 				was_lost = true;
 				Msg("lost the lock \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s", o.name.c_str(),
 					why.c_str(), FormatDuration(grace).c_str());
+				/* SIGCONT too: a stopped command acts on SIGTERM only once continued. */
 				kill(-child, SIGTERM);
 				kill(-child, SIGCONT);
 				kill_at = Clock::now() + grace;
@@ -628,7 +818,6 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, Che
 			kill(-child, SIGKILL);
 			kill_pending = false;
 		}
-		periodic();
 
 		int timeout_ms = 200;
 		if (kill_pending)
@@ -650,6 +839,9 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, LostFn lost, Che
 					if (sig == kLostByte || sig == SIGCHLD)
 						continue; /* handled at the top of the loop */
 					kill(-child, sig);
+					/* As a shell's kill does for a stopped job: these act only once it runs again. */
+					if (sig == SIGTERM || sig == SIGHUP)
+						kill(-child, SIGCONT);
 				}
 			}
 		}
@@ -749,12 +941,44 @@ RunSession(const RunOptions &o)
 		pqxx::nontransaction tx(*conn);
 		tx.exec_params("SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
 	}
-	CreatePipe();
 	std::optional<fence::SessionLock> lock;
-	if (o.wait)
-		lock = fence::SessionLock::try_acquire_for(*conn, o.name, *o.wait);
-	else
-		lock = fence::SessionLock::try_acquire(*conn, o.name);
+	int signalled;
+	{
+		WaitCanceller canceller(*conn);
+		try
+		{
+			if (o.wait)
+				lock = fence::SessionLock::try_acquire_for(*conn, o.name, *o.wait);
+			else
+				lock = fence::SessionLock::try_acquire(*conn, o.name);
+		}
+		catch (const std::exception &)
+		{
+			if (canceller.signal() == 0)
+				throw;
+			/* 57014 query_canceled: our own cancel */
+		}
+		canceller.Stop();
+		signalled = canceller.signal();
+	}
+	if (signalled != 0)
+	{
+		/* Leave no trace in the server: release (if granted meanwhile) and close the session now. */
+		if (lock)
+		{
+			try
+			{
+				lock->release();
+			}
+			catch (const std::exception &)
+			{
+				/* the session end below frees it */
+			}
+			lock.reset();
+		}
+		conn->disconnect();
+		DieBySignal(signalled);
+	}
 	if (!lock)
 	{
 		if (o.wait)
@@ -766,7 +990,6 @@ RunSession(const RunOptions &o)
 		Msg("lock \"%s\" is held by another session", o.name.c_str());
 		return kExitBusy;
 	}
-	InstallHandlers();
 	pid_t child = StartCommand(o, lock->token());
 	int rc;
 	{
@@ -776,7 +999,7 @@ RunSession(const RunOptions &o)
 			[&](std::string *why) {
 				if (monitor.failed())
 				{
-					*why = "connection check failed: " + monitor.error();
+					*why = monitor.error();
 					return true;
 				}
 				if (Clock::now() - monitor.last_ok() > kSessionCheckEvery + kSessionCheckTimeout)
@@ -787,7 +1010,7 @@ RunSession(const RunOptions &o)
 				}
 				return false;
 			},
-			[] {});
+			[&] { monitor.CheckNowAndWait(); });
 		monitor.Stop();
 	}
 	if (rc == kExitLost)
@@ -813,6 +1036,8 @@ Status(const std::vector<std::string> &args)
 	for (std::size_t i = 0; i < args.size(); i++)
 	{
 		std::string v;
+		if (IsHelp(args[i]))
+			throw HelpRequested{};
 		if (TakeOption(args, i, "--dbname", "-d", &v))
 			conninfo = ConninfoFromDbname(v);
 		else if (!args[i].empty() && args[i][0] == '-')
@@ -916,17 +1141,17 @@ main(int argc, char **argv)
 		}
 		if (cmd == "run")
 		{
-			if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h"))
-			{
-				std::fputs(kUsage, stdout);
-				return 0;
-			}
 			RunOptions o = ParseRun(rest);
 			return o.session ? RunSession(o) : RunLease(o);
 		}
 		if (cmd == "status")
 			return Status(rest);
 		throw UsageError{"unknown command \"" + cmd + "\" (try pg_fence --help)"};
+	}
+	catch (const HelpRequested &)
+	{
+		std::fputs(kUsage, stdout);
+		return 0;
 	}
 	catch (const UsageError &e)
 	{

@@ -4,6 +4,8 @@
 #     lease over and writes; the first command's late fenced write is
 #     rejected; when pg_fence is resumed it notices the loss, kills its
 #     command's process group and exits 74.
+#     A stopped command (kill -STOP) does not stop pg_fence: it keeps the
+#     lease renewed, and the command continues under it after SIGCONT.
 #  2. pg_fence is SIGKILLed: its command dies with it (PR_SET_PDEATHSIG).
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
 set -u
@@ -62,6 +64,26 @@ waitfile "$T/s.pid" || echo "not ok - stubborn did not start"
 kill -STOP "$S"; sleep 1; kill -CONT "$S"
 wait "$S"; is "stubborn command: exits 74" $? 74
 is "stubborn command was SIGKILLed" "$(alive "$(cat "$T/s.pid")")" "dead"
+
+# A stopped command (kill -STOP, no terminal) does not stop pg_fence: it
+# keeps renewing, so nobody else can take the lease while the command is
+# stopped, and the command continues under the same lease after SIGCONT.
+rm -f "$T/go"
+"$PGF" run --lease 1500ms stp -- sh -c 'echo $$ > "$1/p.pid"; while [ ! -e "$1/go" ]; do sleep 0.05; done' sh "$T" 2>"$T/p.err" & P=$!
+waitfile "$T/p.pid" || echo "not ok - stp did not start"
+ppid_cmd=$(cat "$T/p.pid")
+tok=$(psql -X -At -c "SELECT token FROM fence.leases WHERE name = 'stp'")
+kill -STOP "$ppid_cmd"
+sleep 2 # past the TTL
+is "pg_fence is not stopped with its command" "$(awk '{print $3}' "/proc/$P/stat")" "S"
+"$PGF" run --lease 5s stp -- true 2>/dev/null
+is "the lease is still held (renewed) while the command is stopped: 75" $? 75
+is "same token, not expired" "$(psql -X -At -c "SELECT token || ' ' || (expires_at > clock_timestamp())::text FROM fence.leases WHERE name = 'stp'")" "$tok true"
+kill -CONT "$ppid_cmd"; touch "$T/go"
+for _ in $(seq 1 60); do kill -0 "$P" 2>/dev/null || break; sleep 0.05; done
+kill -CONT "$P" 2>/dev/null # (a pg_fence that stopped itself would hang the test)
+wait "$P"; is "resumed command ends normally: exits 0" $? 0
+is "no loss reported" "$(cat "$T/p.err")" ""
 
 # 2. pg_fence SIGKILLed: the command dies too.
 "$PGF" run --lease 5s orphan -- sh -c 'echo $$ > "$1/o.pid"; exec sleep 30' sh "$T" & O=$!

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_run_basic.sh - pg_fence run/status: exit codes of every path, the
 # command's environment (FENCE_TOKEN, FENCE_NAME), transparency of stdin,
-# stdout and exit codes, signal forwarding, error messages.
+# stdout and exit codes, signal forwarding, error messages, stopped commands
+# and job control (via script(1)), a signal while waiting for a session lock.
 #
 # Runs inside scripts/temp-cluster.sh (PG* variables set), from the repo
 # root, against src/cli/pg_fence.  Uses a database of its own.  Lease
@@ -47,6 +48,19 @@ for args in "" "run" "run name" "run name --" "frobnicate" "run --lease 10x n --
 	has "usage error message is prefixed: pg_fence $args" "$err" "^pg_fence: "
 done
 err=$("$PGF" run --lease 10parsecs n -- true 2>&1); has "bad duration is named" "$err" 'invalid lease TTL "10parsecs"'
+for args in "run --lease -5s n -- true" "run --wait -5s n -- true" "run --lease 0s n -- true" "run --wait=0 n -- true"; do
+	# shellcheck disable=SC2086
+	err=$("$PGF" $args 2>&1 >/dev/null); rc=$?
+	is "not positive: exits 64: pg_fence $args" "$rc" 64
+	has "not positive: says so: pg_fence $args" "$err" "must be positive"
+done
+for args in "run --help" "run -h" "run --lease 5s --help" "status --help" "status -h" "status --dbname x --help"; do
+	# shellcheck disable=SC2086
+	"$PGF" $args >"$T/out" 2>"$T/err"; rc=$?
+	is "help exits 0: pg_fence $args" "$rc" 0
+	has "help shows the synopsis: pg_fence $args" "$(cat "$T/out")" "pg_fence status \[--dbname CONNINFO\] \[NAME\]"
+	is "help writes nothing to stderr: pg_fence $args" "$(cat "$T/err")" ""
+done
 err=$("$PGF" run --dbname "nosuchoption=1" n -- true 2>&1); rc=$?
 is "invalid connection string exits 64" "$rc" 64
 has "invalid connection string is explained" "$err" "invalid connection string"
@@ -127,7 +141,80 @@ cpid=$(cat "$T/up")
 psql -X -At -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cli-basic-$$'" >/dev/null
 wait "$P"; is "terminated session: exits 74 (lost)" $? 74
 has "lost message" "$(cat "$T/err")" 'pg_fence: lost the lock "lost"'
+has "lost message names the connection loss plainly" "$(cat "$T/err")" 'lost the connection to the server'
+is "lost message has no libpqxx internals" "$(grep -c "client encoding" "$T/err")" "0"
 is "the command was killed" "$(kill -0 "$cpid" 2>/dev/null && echo alive || echo dead)" "dead"
+
+# --- a stopped command: pg_fence does not stop itself -------------------
+# Not at a terminal, a stopped command must not freeze pg_fence: it keeps
+# checking the lock and, on a loss, still kills the (stopped) command.
+rm -f "$T/up"
+"$PGF" run --session --holder "cli-stop-$$" stopped -- sh -c 'echo $$ > "$1/up"; while :; do sleep 0.05; done' sh "$T" 2>"$T/err" & P=$!
+waitfile "$T/up" || bad "stop test command did not start"
+cpid=$(cat "$T/up")
+kill -STOP "$cpid"
+sleep 0.3
+is "pg_fence is not stopped with its command" "$(awk '{print $3}' "/proc/$P/stat")" "S"
+psql -X -At -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cli-stop-$$'" >/dev/null
+for _ in $(seq 1 60); do kill -0 "$P" 2>/dev/null || break; sleep 0.05; done
+is "loss while the command is stopped: pg_fence ends within 3s" "$(kill -0 "$P" 2>/dev/null && echo running || echo ended)" "ended"
+kill -CONT "$P" 2>/dev/null
+wait "$P"; is "loss while the command is stopped: exits 74" $? 74
+for _ in $(seq 1 20); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.05; done
+is "the stopped command was killed" "$(kill -0 "$cpid" 2>/dev/null && echo alive || echo dead)" "dead"
+
+# --- job control at a terminal (script(1) gives pg_fence a pty) ---------
+if ! command -v script >/dev/null; then
+	echo "ok - # SKIP job control checks: no script(1)"
+else
+	state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+	waitstate() { for _ in $(seq 1 60); do [ "$(state "$1")" = "$2" ] && return 0; sleep 0.05; done; return 1; }
+	# --session: ^Z suspends the job like a shell job, the lock stays held.
+	rm -f "$T/tz.pid" "$T/tz.go"
+	script -qfec "$PGF run --session tz -- sh -c 'echo \$\$ > $T/tz.pid; while [ ! -e $T/tz.go ]; do sleep 0.05; done'" /dev/null </dev/null >"$T/tz.out" 2>&1 & S=$!
+	waitfile "$T/tz.pid" || bad "tty session command did not start"
+	cpid=$(cat "$T/tz.pid"); fpid=$(awk '{print $4}' "/proc/$cpid/stat")
+	kill -TSTP "$cpid"
+	waitstate "$fpid" T; is "^Z of a --session job stops pg_fence too" "$(state "$fpid")" "T"
+	is "the session lock stays held while suspended" "$(psql -X -At -c "SELECT fence.try_lock('tz') IS NULL")" "t"
+	kill -CONT "$fpid" "$S" # (script(1) stops itself too when its child stops)
+	waitstate "$cpid" S; is "resumed pg_fence continues its command" "$(state "$cpid")" "S"
+	touch "$T/tz.go"; wait "$S"; is "resumed --session job exits 0" $? 0
+	# --lease: ^Z is refused (a stopped pg_fence could not renew): the command continues.
+	rm -f "$T/tz.pid" "$T/tz.go"
+fi
+if [ "$LEASES" != "t" ] || ! command -v script >/dev/null; then
+	echo "ok - # SKIP lease job control checks: no lease functions or no script(1)"
+else
+	script -qfec "$PGF run --lease 3s tz -- sh -c 'echo \$\$ > $T/tz.pid; while [ ! -e $T/tz.go ]; do sleep 0.05; done'" /dev/null </dev/null >"$T/tz.out" 2>&1 & S=$!
+	waitfile "$T/tz.pid" || bad "tty lease command did not start"
+	cpid=$(cat "$T/tz.pid"); fpid=$(awk '{print $4}' "/proc/$cpid/stat")
+	kill -TSTP "$cpid"
+	sleep 0.3
+	is "^Z of a --lease job: pg_fence keeps running" "$(state "$fpid")" "S"
+	is "^Z of a --lease job: the command continues" "$(state "$cpid")" "S"
+	touch "$T/tz.go"; wait "$S"; is "--lease job after ^Z exits 0" $? 0
+	has "^Z of a --lease job is explained" "$(cat "$T/tz.out")" "cannot be suspended while it holds a lease"
+fi
+
+# --- SIGTERM while waiting for a session lock: the server-side wait ends --
+rm -f "$T/up" "$T/go"
+"$PGF" run --session ws -- sh -c 'echo up > "$1/up"; while [ ! -e "$1/go" ]; do sleep 0.05; done' sh "$T" & HOLDER=$!
+waitfile "$T/up" || bad "ws holder did not start"
+"$PGF" run --session --wait 10s --holder "cli-ws-$$" ws -- touch "$T/waiter-ran" 2>"$T/err" & W=$!
+for _ in $(seq 1 100); do [ "$(psql -X -At -c "SELECT waiters FROM fence.locks WHERE name = 'ws'")" = 1 ] && break; sleep 0.05; done
+is "the waiter is queued" "$(psql -X -At -c "SELECT waiters FROM fence.locks WHERE name = 'ws'")" "1"
+kill -TERM "$W"; { wait "$W"; } 2>/dev/null; is "SIGTERM while waiting: exits 143" $? 143
+n=x
+for _ in $(seq 1 20); do
+	n=$(psql -X -At -c "SELECT (SELECT waiters FROM fence.locks WHERE name = 'ws') || '/' || (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cli-ws-$$')")
+	[ "$n" = "0/0" ] && break
+	sleep 0.05
+done
+is "the killed waiter left the lock queue and its session ended within 1s" "$n" "0/0"
+touch "$T/go"; wait "$HOLDER"
+is "free at once after the holder ends" "$(psql -X -At -c "SELECT fence.try_lock('ws') IS NOT NULL")" "t"
+is "the killed waiter never ran its command" "$([ -e "$T/waiter-ran" ] && echo ran || echo no)" "no"
 
 # --- leases ---------------------------------------------------------------
 if [ "$LEASES" != "t" ]; then
