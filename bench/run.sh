@@ -10,8 +10,8 @@
 # max_locks_per_transaction for the "locks held elsewhere" scenario.
 #
 # Environment (defaults in brackets):
-#   BENCH_SECONDS [5]          length of one timed run
-#   BENCH_CLIENTS ["1 4 16"]   client counts
+#   BENCH_SECONDS [4]          length of one timed run
+#   BENCH_CLIENTS ["1 4 8 16"] client counts
 #   BENCH_ROUNDS [2]           interleaved rounds per system; the best is kept
 #   BENCH_LEASE_SIZES ["1000 100000 1000000"]  names present in fence.leases
 #   BENCH_HELD_LOCKS [10000]   session locks held by another session
@@ -24,8 +24,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-T=${BENCH_SECONDS:-5}
-CLIENTS=${BENCH_CLIENTS:-"1 4 16"}
+T=${BENCH_SECONDS:-4}
+CLIENTS=${BENCH_CLIENTS:-"1 4 8 16"}
 ROUNDS=${BENCH_ROUNDS:-2}
 LEASE_SIZES=${BENCH_LEASE_SIZES:-"1000 100000 1000000"}
 HELD_LOCKS=${BENCH_HELD_LOCKS:-10000}
