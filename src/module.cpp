@@ -21,6 +21,7 @@
 #include "ext/guard.hpp"
 #include "ext/locks.hpp"
 #include "ext/observability.hpp"
+#include "ext/tokens.hpp"
 
 extern "C" {
 #include "utils/guc.h"
@@ -38,5 +39,6 @@ _PG_init(void)
 	fence::InitLocks();
 	fence::InitGuard();
 	fence::InitStats();
+	fence::InitTokens();
 	MarkGUCPrefixReserved("fence");
 }

@@ -42,7 +42,13 @@ namespace fence {
  */
 int64		IssueToken();
 
-/* The highest token issued so far in this database (for tests / views). */
+/* OID of fence.token_seq in this database; raises 55000 if not installed. */
 Oid			TokenSequenceOid();
+
+/*
+ * With shared_preload_libraries: request the shared token allocator (see
+ * tokens.cpp).  Called from _PG_init.
+ */
+void		InitTokens();
 
 }							/* namespace fence */

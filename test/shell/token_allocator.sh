@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# token_allocator.sh - the shared-memory token allocator (pg_fence preloaded)
+# under concurrency, across many ceiling moves, and across a crash:
+#   - 4 sessions draw 12000 tokens between them (about 3 moves of the durable
+#     ceiling, 4096 tokens each), each recording (session, step, token);
+#   - every token is unique, and each session's tokens increase step by step;
+#   - the token sequence's value is never below a token handed out (that is
+#     what makes nextval after a crash, a dump/restore or a failover safe);
+#   - after an immediate shutdown, the first token is above every one seen.
+# Run under scripts/temp-cluster.sh (test/run-all.sh does).  Skipped (77)
+# without shared_preload_libraries = 'pg_fence', where tokens come from
+# nextval() one by one (covered by token_durability.sh).
+set -euo pipefail
+. "$(dirname "$0")/lib/crash_env.sh"
+DB=fence_token_allocator
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+
+case ",$(admin -c 'SHOW shared_preload_libraries')," in
+	*,pg_fence,*) ;;
+	*) echo "pg_fence is not preloaded: no shared token allocator"; exit 77 ;;
+esac
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	crash_env_cleanup
+	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
+	exit "$rc"
+}
+trap cleanup EXIT
+crash_env_setup
+dropdb --if-exists "$DB" >/dev/null 2>&1 || true
+createdb "$DB"
+q -c 'CREATE EXTENSION pg_fence' \
+  -c 'CREATE TABLE toks (session int, step int, token bigint)'
+
+draw() {
+	q -c "DO \$\$
+DECLARE t bigint;
+BEGIN
+	FOR g IN 1..3000 LOOP
+		t := fence.try_lock('s$1-' || g);
+		INSERT INTO toks VALUES ($1, g, t);
+		PERFORM fence.unlock('s$1-' || g, t);
+	END LOOP;
+END \$\$"
+}
+for s in 1 2 3 4; do draw "$s" & done
+wait
+
+fail=0
+check() {	# check NAME EXPECTED ACTUAL
+	if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected '$2', got '$3'"; fail=1; fi
+}
+check "12000 tokens drawn" 12000 "$(q -c 'SELECT count(*) FROM toks')"
+check "every token unique" 12000 "$(q -c 'SELECT count(DISTINCT token) FROM toks')"
+check "each session's tokens increase" 0 "$(q -c '
+	SELECT count(*) FROM (SELECT token, lag(token) OVER (PARTITION BY session ORDER BY step) AS prev FROM toks) s
+	 WHERE token <= prev')"
+max=$(q -c 'SELECT max(token) FROM toks')
+check "the sequence is not below any token handed out" t \
+	"$(q -c "SELECT last_value >= $max FROM fence.token_seq")"
+
+crash
+after=$(q -c "SELECT fence.try_lock('after-crash')")
+check "first token after the crash is above every one seen ($max)" t \
+	"$([ "$after" -gt "$max" ] && echo t || echo f)"
+
+[ "$fail" -eq 0 ] && echo "token_allocator: ok"
+exit "$fail"
