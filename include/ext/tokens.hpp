@@ -31,14 +31,20 @@ namespace fence {
  * that record, so a value returned in a transaction that rolls back (or
  * commits with synchronous_commit = off, or that was pre-logged by another,
  * still open transaction) can be reissued after a crash.  IssueToken()
- * therefore flushes the WAL up to the sequence page's LSN (the record that
- * covers the value) before returning, and waits for synchronous standbys when
- * synchronous replication is configured.  Both are no-ops when already done,
- * which is 31 calls in 32.  Since the token is then durable on its own, a
- * transaction that does nothing but draw tokens commits without a second
- * flush for its commit record (AllowAsyncCommitSince, commit.hpp).
+ * returns no token before the WAL that puts fence.token_seq at or above it
+ * is flushed (and, with synchronous replication, received by the standbys):
  *
- * Raises 25006 in recovery or a read-only transaction.
+ *	 - with shared_preload_libraries, from a per-database shared counter kept
+ *	   below a durable ceiling that one backend moves (setval + flush) well
+ *	   before it is reached (tokens.cpp explains the rules);
+ *	 - otherwise with nextval(), flushing the WAL up to the sequence page's
+ *	   LSN (a no-op 31 calls in 32).
+ *
+ * Since the token is then durable on its own, a transaction that does
+ * nothing but draw tokens commits without a flush of its commit record
+ * (AllowAsyncCommitSince, commit.hpp).
+ *
+ * Raises 25006 in recovery; 55000 if pg_fence is not installed.
  */
 int64		IssueToken();
 
