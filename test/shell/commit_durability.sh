@@ -17,18 +17,7 @@ set -euo pipefail
 DB=fence_commit_durability
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	crash_env_cleanup
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
-
-crash_env_setup
-dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-createdb "$DB"
+crash_env_use_db "$DB"
 q -c 'CREATE EXTENSION pg_fence' \
   -c 'CREATE TABLE t (id int PRIMARY KEY)' \
   -c 'CHECKPOINT'

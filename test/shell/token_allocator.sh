@@ -20,17 +20,7 @@ case ",$(admin -c 'SHOW shared_preload_libraries')," in
 	*) echo "pg_fence is not preloaded: no shared token allocator"; exit 77 ;;
 esac
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	crash_env_cleanup
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
-crash_env_setup
-dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-createdb "$DB"
+crash_env_use_db "$DB"
 q -c 'CREATE EXTENSION pg_fence' \
   -c 'CREATE TABLE toks (session int, step int, token bigint)'
 

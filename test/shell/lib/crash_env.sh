@@ -31,3 +31,14 @@ crash() {
 	"$FENCE_CLUSTER_CTL" stop-immediate
 	"$FENCE_CLUSTER_CTL" start
 }
+
+# crash_env_use_db DB: set up as crash_env_setup does and create a fresh
+# database DB; on exit (any status) undo the set-up and drop DB.
+crash_env_use_db() {
+	CRASH_ENV_DB=$1
+	trap 'crash_env_rc=$?; trap - EXIT; crash_env_cleanup;
+		dropdb --if-exists "$CRASH_ENV_DB" >/dev/null 2>&1 || true; exit $crash_env_rc' EXIT
+	crash_env_setup
+	dropdb --if-exists "$CRASH_ENV_DB" >/dev/null 2>&1 || true
+	createdb "$CRASH_ENV_DB"
+}
