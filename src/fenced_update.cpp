@@ -65,6 +65,7 @@
  */
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/guard.hpp"
 #include "ext/messages.hpp"
 #include "ext/stats.hpp"
 
@@ -79,7 +80,6 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "utils/json.h"
-#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -796,28 +796,29 @@ FencedUpdate(FunctionCallInfo fcinfo)
 					 &nulls[nchanges + 1 + i]);
 
 	/*
-	 * Present the token as fence.token for the duration of the UPDATE, so
-	 * that a guard trigger (fence.guard) sees it wherever the new row cannot
+	 * Present the token to guard triggers (fence.guard) for the duration of
+	 * the UPDATE, as if fence.token were set, wherever the new row cannot
 	 * carry it: with allow_equal, a row already fenced at token keeps its
 	 * fence value; an UPDATE that moves a row to another partition runs as a
 	 * DELETE of the old row (which fires the BEFORE DELETE trigger) and an
 	 * INSERT.  Writes made by triggers fired by the UPDATE see it too: they
-	 * write on behalf of the same holder.  It is set in a GUC nesting level
-	 * of our own, as a function's SET clause does: the caller's setting is
-	 * back when we return, and transaction abort pops it on error.
+	 * write on behalf of the same holder.  The caller's fence.token is not
+	 * touched.
 	 */
-	char		tokbuf[32];
+	PresentedToken previous = PushPresentedToken(token);
+	volatile int rc = 0;
 
-	snprintf(tokbuf, sizeof(tokbuf), INT64_FORMAT, token);
-
-	int			guc_nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("fence.token", tokbuf, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-
-	int			rc = SPI_execute_plan(e->update_plan, values, nulls, false, 0);
-
-	AtEOXact_GUC(true, guc_nestlevel);
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(e->update_plan, values, nulls, false, 0);
+	}
+	PG_CATCH();
+	{
+		PopPresentedToken(previous);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	PopPresentedToken(previous);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 

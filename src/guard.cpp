@@ -538,9 +538,36 @@ Unguard(FunctionCallInfo fcinfo)
 
 }							/* namespace */
 
+namespace {
+
+PresentedToken presented = {false, 0};
+
+}							/* namespace */
+
+PresentedToken
+PushPresentedToken(int64 token)
+{
+	PresentedToken previous = presented;
+
+	presented.active = true;
+	presented.token = token;
+	return previous;
+}
+
+void
+PopPresentedToken(PresentedToken previous)
+{
+	presented = previous;
+}
+
 TokenState
 CurrentTokenSetting(int64 *token)
 {
+	if (presented.active)
+	{
+		*token = presented.token;
+		return TokenState::kValid;
+	}
 	if (token_current == nullptr || !token_current->has_token)
 		return TokenState::kUnset;
 

@@ -40,7 +40,28 @@ enum class TokenState
 	kValid						/* set in the current transaction */
 };
 
-/* The current transaction's fence.token; *token is set when kValid. */
+/*
+ * The token guard triggers see: one presented by a running fence.fenced_update
+ * (below), else the current transaction's fence.token; *token is set when
+ * kValid.
+ */
 TokenState	CurrentTokenSetting(int64 *token);
+
+/*
+ * fence.fenced_update presents its token to the guard triggers its UPDATE
+ * fires (where the new row cannot carry it: allow_equal, a row moved to
+ * another partition, writes of triggers fired by the UPDATE), as if
+ * fence.token were set, without the cost of a GUC change per call.  Calls
+ * nest: PushPresentedToken returns the previous state, which the caller
+ * gives back to PopPresentedToken on every path (also on error).
+ */
+struct PresentedToken
+{
+	bool		active;
+	int64		token;
+};
+
+PresentedToken PushPresentedToken(int64 token);
+void		PopPresentedToken(PresentedToken previous);
 
 }							/* namespace fence */

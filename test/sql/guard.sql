@@ -356,3 +356,22 @@ DROP TABLE guard_inh CASCADE;
 DROP SEQUENCE guard_seq;
 DROP FUNCTION guard_noop(), guard_audit_row();
 DROP ROLE guard_writer;
+
+-- an error inside fenced_update's UPDATE does not leave its token presented
+-- to later writes of the same transaction
+CREATE TABLE guard_chk (id int PRIMARY KEY, v int CHECK (v >= 0), fence bigint NOT NULL DEFAULT 0);
+INSERT INTO guard_chk VALUES (1, 0, 0);
+SELECT fence.guard('guard_chk');
+\set VERBOSITY sqlstate
+DO $$
+BEGIN
+	BEGIN
+		PERFORM fence.fenced_update('guard_chk', '{"id": 1}', 5, '{"v": -1}');
+	EXCEPTION WHEN check_violation THEN
+		RAISE NOTICE 'check violation caught';
+	END;
+	UPDATE guard_chk SET v = 2 WHERE id = 1;
+END $$;
+\set VERBOSITY default
+SELECT * FROM guard_chk;
+DROP TABLE guard_chk;
