@@ -14,8 +14,8 @@
  *	  UPDATE rel SET <changes>, fence_column = token
  *	   WHERE <key> AND fence_column < token		(<= with allow_equal)
  *
- * with the token also set as fence.token for the duration of the UPDATE
- * (for guarded tables: see the comment at the UPDATE below),
+ * with the token also presented to guard triggers for the duration of the
+ * UPDATE (PushPresentedToken; see the comment at the UPDATE below),
  * and returns true if it updated the row, false if the row exists but its
  * fence is too high (a stale token: reported through ReportStaleWrite).  It
  * raises P0002 when no row (visible to the caller) matches key and 21000
