@@ -3,18 +3,9 @@
 # runs: exactly one runs the command, the other two exit 75 (busy).
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
 set -u
-cd "$(dirname "$0")/../.."
-PGF=$PWD/src/cli/pg_fence
-[ -x "$PGF" ] || { echo "cli_concurrent: $PGF is not built (run make)" >&2; exit 1; }
-DB=cli_conc_$$
-T=$(mktemp -d)
-trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; dropdb --if-exists --force "$DB"; rm -rf "$T"' EXIT
-createdb "$DB" || exit 1
-export PGDATABASE=$DB
-psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
-if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")" = t ]; then
-	echo "cli_concurrent: skipped, no lease functions"; exit 77
-fi
+. "$(dirname "$0")/lib/cli_env.sh"
+cli_env_setup cli_concurrent
+cli_env_require_leases
 FAILS=0
 is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
 

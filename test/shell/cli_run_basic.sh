@@ -8,23 +8,8 @@
 # root, against src/cli/pg_fence.  Uses a database of its own.  Lease
 # checks are skipped (reported) when the server has no lease functions.
 set -u
-cd "$(dirname "$0")/../.."
-PGF=$PWD/src/cli/pg_fence
-[ -x "$PGF" ] || { echo "cli_run_basic: $PGF is not built (run make)" >&2; exit 1; }
-
-DB=cli_basic_$$
-T=$(mktemp -d)
-cleanup() {
-	jobs -p | xargs -r kill -9 2>/dev/null
-	wait 2>/dev/null
-	dropdb --if-exists --force "$DB" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-createdb "$DB" || exit 1
-export PGDATABASE=$DB
-psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
-LEASES=$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NOT NULL")
+. "$(dirname "$0")/lib/cli_env.sh"
+cli_env_setup cli_run_basic
 
 FAILS=0
 ok() { echo "ok - $1"; }
