@@ -158,6 +158,23 @@ struct LeaseCall
 	int			save_sec_context;
 };
 
+/*
+ * Parameters $2..$6 shared by kInsert and kTakeover: token, holder (argument
+ * 2, may be NULL), owner role, granted_at, expires_at.  $1 (the name) is set
+ * by the caller.
+ */
+void
+SetGrantParams(FunctionCallInfo fcinfo, Datum *values, char *nulls, int64 token,
+			   Oid caller, TimestampTz now, TimestampTz expires)
+{
+	values[1] = Int64GetDatum(token);
+	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = ObjectIdGetDatum(caller);
+	values[4] = TimestampTzGetDatum(now);
+	values[5] = TimestampTzGetDatum(expires);
+}
+
 void
 CheckWritable(const char *what, NameArg name)
 {
@@ -329,12 +346,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 
 		int64		token = IssueToken();
 
-		values[1] = Int64GetDatum(token);
-		values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-		nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-		values[3] = ObjectIdGetDatum(call.caller);
-		values[4] = TimestampTzGetDatum(now);
-		values[5] = TimestampTzGetDatum(expires);
+		SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
 		values[6] = Int64GetDatum(old_token);
 		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
@@ -346,12 +358,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 
 	int64		token = IssueToken();
 
-	values[1] = Int64GetDatum(token);
-	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-	values[3] = ObjectIdGetDatum(call.caller);
-	values[4] = TimestampTzGetDatum(now);
-	values[5] = TimestampTzGetDatum(expires);
+	SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
 	(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
 	LeaseEnd(&call, true);
 	StatsCount(StatKind::kAcquired);
