@@ -23,7 +23,7 @@ OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/*.cpp src/pg/*.cpp)))
 # are made from the same text.
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 
-PG_CPPFLAGS = -Iinclude -Wno-register
+PG_CPPFLAGS = -Iinclude -Wno-register -DPG_FENCE_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-cast-function-type $(if $(WERROR),-Werror)
 SHLIB_LINK += -lstdc++

@@ -42,6 +42,7 @@
 
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/compat.hpp"
 #include "ext/messages.hpp"
 #include "ext/stats.hpp"
 
@@ -89,11 +90,7 @@ CurrentLxid()
 {
 	if (MyProc == nullptr || !IsTransactionState())
 		return InvalidLocalTransactionId;
-#if PG_VERSION_NUM >= 170000
-	return MyProc->vxid.lxid;
-#else
-	return MyProc->lxid;
-#endif
+	return compat::MyLocalXid();
 }
 
 /*
@@ -131,7 +128,8 @@ CheckToken(char **newval, void **extra, GucSource source)
 		}
 	}
 
-	TokenExtra *e = static_cast<TokenExtra *>(malloc(sizeof(TokenExtra)));	/* freed by guc.c with free() */
+	/* guc.c frees it: from its own allocator */
+	TokenExtra *e = static_cast<TokenExtra *>(compat::GucExtraAlloc(sizeof(TokenExtra)));
 
 	if (e == nullptr)
 		return false;
@@ -164,21 +162,8 @@ AssignToken(const char *newval, void *extra)
 bool
 PlaceholderSetInTransaction()
 {
-	struct config_generic *gen = nullptr;
+	struct config_generic *gen = compat::FindGuc("fence.token");
 
-#if PG_VERSION_NUM >= 160000
-	gen = find_option("fence.token", false, true, DEBUG1);
-#else
-	struct config_generic **vars = get_guc_variables();
-	int			n = GetNumConfigOptions();
-
-	for (int i = 0; i < n; i++)
-		if (strcmp(vars[i]->name, "fence.token") == 0)
-		{
-			gen = vars[i];
-			break;
-		}
-#endif
 	return gen != nullptr && gen->stack != nullptr && IsTransactionState();
 }
 
@@ -200,7 +185,7 @@ const char *
 RowDescription(Relation rel, HeapTuple tuple)
 {
 	char	   *desc = nullptr;
-	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+	Oid			pk = compat::PrimaryKeyIndex(rel);
 
 	if (OidIsValid(pk))
 	{
@@ -432,7 +417,7 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 				 errhint("Only tables can be guarded.")));
 
 	/* Like CREATE TRIGGER / DROP TRIGGER, but only the owner may do it. */
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!compat::OwnsRelation(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind),
 					   RelationGetRelationName(rel));
 	return rel;

@@ -80,6 +80,7 @@
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
 #include "ext/locks.hpp"
+#include "ext/shmem.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
 
@@ -228,6 +229,7 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 
 	Oid			owner = LeaseTableOwner();
 
+	(void) AttachShared();		/* may raise: before anything is held */
 	if (LockAcquire(&call->tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 

@@ -19,12 +19,17 @@
 #include "ext/locks.hpp"
 
 #include "ext/boundary.hpp"
+#include "ext/compat.hpp"
+#include "ext/shmem.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
 
 namespace fence {
 
 namespace {
+
+/* pg_stat_activity.wait_event of a waiting fence.lock / fence.xact_lock (17+). */
+constexpr const char *kLockWaitEvent = "PgFenceLock";
 
 /*
  * One name this backend holds.  Lives in a dynahash keyed by the name's
@@ -75,11 +80,7 @@ EnsureHeldLocks()
 bool
 HeldByMe(const LOCKTAG *tag)
 {
-#if PG_VERSION_NUM >= 170000
-	return LockHeldByMe(tag, ExclusiveLock, false);
-#else
-	return LockHeldByMe(tag, ExclusiveLock);
-#endif
+	return compat::HoldsLock(tag, ExclusiveLock);
 }
 
 /* Make room for one more transaction hold (may raise out of memory). */
@@ -195,6 +196,9 @@ FindHeld(NameArg name, uint64 key, bool collision_ok)
  * most that long (rounded up to whole milliseconds, and capped at INT_MAX
  * milliseconds, the largest lock_timeout), then 55P03 naming the lock.
  *
+ * On 17+ the wait shows in pg_stat_activity as wait event "Extension:
+ * PgFenceLock" (compat::BeginCustomWait).
+ *
  * No GUC the caller can see changes: the lock manager reads the C variable
  * LockTimeout when it starts to sleep, so set it for the duration of the call
  * and restore it on every path.  A shorter lock_timeout of the caller's still
@@ -217,15 +221,22 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 	volatile LockAcquireResult res = LOCKACQUIRE_NOT_AVAIL;
 	MemoryContext oldcxt = CurrentMemoryContext;
 
+	static uint32 wait_event = 0;
+
+	if (wait_event == 0)
+		wait_event = compat::CustomWaitEvent(kLockWaitEvent);
 	if (ours)
 		LockTimeout = (int) wait_ms;
 
 	PG_TRY();
 	{
+		compat::BeginCustomWait(wait_event);
 		res = LockAcquire(tag, ExclusiveLock, session, false);
+		compat::EndCustomWait(wait_event);
 	}
 	PG_CATCH();
 	{
+		compat::EndCustomWait(wait_event);
 		LockTimeout = saved_timeout;
 		/* out of the wait queue, or granted after all: then give it back */
 		LockErrorCleanup();
@@ -352,6 +363,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 						NameCString(name)),
 				 errdetail("Granting a lock issues a fencing token, which writes to the token sequence.")));
 
+	(void) AttachShared();		/* may raise: before anything is held */
 	EnsureHeldLocks();
 	if (!session)
 		ReserveXactHold();

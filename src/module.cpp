@@ -8,8 +8,9 @@
  *	 - transaction callbacks of the connection-bound locks;
  *	 - the settings fence.token and fence.max_locks; the prefix "fence." is
  *	   then reserved, so a misspelt fence.* setting is an error;
- *	 - shared memory for the counters and the lock registry, requested only
- *	   while shared_preload_libraries is being processed.
+ *	 - the shared block of the token allocator, counters and lock registry
+ *	   (shmem.hpp): requested while shared_preload_libraries is processed,
+ *	   otherwise (17+) a named DSM segment attached on first use.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -18,17 +19,17 @@
  *
  *-------------------------------------------------------------------------
  */
+#include "ext/compat.hpp"
 #include "ext/guard.hpp"
 #include "ext/locks.hpp"
-#include "ext/observability.hpp"
-#include "ext/tokens.hpp"
+#include "ext/shmem.hpp"
 
 extern "C" {
 #include "utils/guc.h"
 }
 
 extern "C" {
-PG_MODULE_MAGIC;
+FENCE_MODULE_MAGIC;
 
 PGDLLEXPORT void _PG_init(void);
 }
@@ -38,7 +39,6 @@ _PG_init(void)
 {
 	fence::InitLocks();
 	fence::InitGuard();
-	fence::InitStats();
-	fence::InitTokens();
+	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }

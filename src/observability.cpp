@@ -16,14 +16,33 @@
  */
 #include "ext/boundary.hpp"
 #include "ext/observability.hpp"
+#include "ext/shmem.hpp"
 
 extern "C" {
+#include "commands/extension.h"
 #include "utils/tuplestore.h"
 }
 
 namespace fence {
 
 namespace {
+
+/*
+ * Without the shared block (15/16 without the preload), say what is missing
+ * and how to get it: a NOTICE, or a WARNING in CREATE / ALTER EXTENSION
+ * (which runs its script with client_min_messages at least WARNING).
+ */
+void
+NoticeIfNoSharedMemory(const char *what)
+{
+	if (SharedMode() != ShmemMode::kNone)
+		return;
+	ereport(creating_extension ? WARNING : NOTICE,
+			(errmsg("pg_fence is not in shared_preload_libraries: %s", what),
+			 errdetail("On PostgreSQL %d, pg_fence has shared memory only when it is preloaded; without it tokens come from the sequence directly, fence.stats() counts nothing and fence.locks shows no lock names.",
+					   PG_VERSION_NUM / 10000),
+			 errhint("Add pg_fence to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
 
 /* fence.held_locks(): one row per registered hold in this database. */
 Datum
@@ -32,6 +51,7 @@ HeldLocks(FunctionCallInfo fcinfo)
 	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 
 	InitMaterializedSRF(fcinfo, 0);
+	NoticeIfNoSharedMemory("fence.locks shows no lock names");
 
 	RegisteredLock *locks;
 	int			n = RegistrySnapshot(MyDatabaseId, &locks);
@@ -76,6 +96,27 @@ Stats(FunctionCallInfo fcinfo)
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
 
+/* fence.shared_memory(): where the shared block lives. */
+Datum
+SharedMemory(FunctionCallInfo fcinfo)
+{
+	const char *where = "none";
+
+	switch (SharedMode())
+	{
+		case ShmemMode::kPreloaded:
+			where = "preloaded";
+			break;
+		case ShmemMode::kNamedSegment:
+			where = "dynamic";
+			break;
+		case ShmemMode::kNone:
+			NoticeIfNoSharedMemory("locks and leases work, but slower and less visible");
+			break;
+	}
+	return CStringGetTextDatum(where);
+}
+
 }							/* namespace */
 
 }							/* namespace fence */
@@ -101,4 +142,16 @@ FENCE_SQL_FUNCTION(fence_held_locks)
 FENCE_SQL_FUNCTION(fence_stats)
 {
 	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::Stats(fc); });
+}
+
+/*
+ * fence.shared_memory() RETURNS text
+ *	 Where pg_fence's shared memory lives in this server: 'preloaded'
+ *	 (shared_preload_libraries), 'dynamic' (a named DSM segment, PostgreSQL
+ *	 17+ without the preload) or 'none' (15/16 without the preload; also
+ *	 raises a NOTICE with a hint).  Takes no locks.
+ */
+FENCE_SQL_FUNCTION(fence_shared_memory)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::SharedMemory(fc); });
 }

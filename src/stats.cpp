@@ -5,9 +5,12 @@
  *	  behind the view fence.locks, and the LOG signals of stale writes and
  *	  lease takeovers.
  *
- * The shared memory exists only when pg_fence is in shared_preload_libraries
- * (see observability.hpp for its layout).  Otherwise every counter and
- * registry call is a cheap no-op; the LOG lines are written either way.
+ * Counters and registry live in the shared block (shmem.hpp): with the
+ * preload, or on PostgreSQL 17+ in a named DSM segment.  Without it (15/16
+ * without the preload) every counter and registry call is a cheap no-op; the
+ * LOG lines are written either way.  The registry is an open-addressing
+ * table of fixed size (its layout is in shmem.hpp), so that it can live in a
+ * DSM segment as well as in the main shared memory.
  *
  * Nothing here writes to a table or raises an ERROR: the registry calls are
  * made by locks.cpp while a lock is held, and from transaction callbacks.
@@ -16,7 +19,8 @@
  *
  * A backend's entries are removed on its last release of each name and, at
  * exit (terminate, disconnect, FATAL), by a before_shmem_exit callback.  A
- * backend crash makes the postmaster reinitialise shared memory, so no entry
+ * backend crash makes the postmaster reinitialise shared memory (and forget
+ * the named DSM segments), so no entry
  * outlives its backend; the view also joins the registry with pg_locks, so it
  * never shows an entry whose lock is no longer held.
  *
@@ -32,226 +36,120 @@
 #include "ext/args.hpp"
 #include "ext/messages.hpp"
 
+#include "ext/shmem.hpp"
+
 extern "C" {
-#include "port/atomics.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
-#include "utils/guc.h"
 }
 
 namespace fence {
 
 namespace {
 
-constexpr int kCounters = (int) StatKind::kCount;
-constexpr const char *kTrancheName = "pg_fence";
-
-struct DbSlot
-{
-	pg_atomic_uint32 dboid;		/* 0: free */
-	pg_atomic_uint64 counters[kCounters];
-};
-
-struct RegKey
-{
-	int32		pid;
-	Oid			dbid;
-	uint64		hash;
-};
-
-struct RegEntry
-{
-	RegKey		key;			/* hash key: must be first */
-	int64		token;
-	TimestampTz granted_at;
-	char		kind;
-	int16		name_len;
-	char		name[kMaxNameBytes + 1];
-};
-
-struct SharedState
-{
-	LWLock	   *lock;			/* protects the registry */
-	pg_atomic_uint64 overflows; /* grants not registered: registry full */
-	DbSlot		slots[kStatSlots];
-};
-
-int			max_locks = 4096;
-
-SharedState *shared = nullptr;
-HTAB	   *registry = nullptr;
-
-DbSlot	   *my_slot = nullptr;
 bool		exit_callback_registered = false;
 bool		overflow_logged = false;
 
-#if PG_VERSION_NUM >= 150000
-shmem_request_hook_type prev_shmem_request_hook = nullptr;
-#endif
-shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
-
-Size
-SharedSize()
+/* Index slot where the key's probe starts. */
+uint32
+HomeSlot(const Registry *r, int32 pid, Oid dbid, uint64 hash)
 {
-	return add_size(MAXALIGN(sizeof(SharedState)),
-					hash_estimate_size(max_locks, sizeof(RegEntry)));
+	uint64		h = hash_combine64(hash, ((uint64) dbid << 32) | (uint32) pid);
+
+	return (uint32) (h ^ (h >> 32)) & r->index_mask;
 }
 
-void
-RequestShmem()
+/*
+ * The index slot holding the key, or the empty slot where it would go
+ * (index[slot] == -1).  Caller holds the registry's lock.
+ */
+uint32
+FindSlot(Registry *r, int32 pid, Oid dbid, uint64 hash)
 {
-	RequestAddinShmemSpace(SharedSize());
-	RequestNamedLWLockTranche(kTrancheName, 1);
-}
+	int32	   *index = RegistryIndex(r);
+	RegEntry   *entries = RegistryEntries(r);
+	uint32		i = HomeSlot(r, pid, dbid, hash);
 
-#if PG_VERSION_NUM >= 150000
-void
-ShmemRequest()
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestShmem();
-}
-#endif
-
-void
-ShmemStartup()
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-
-	bool		found;
-	SharedState *s = static_cast<SharedState *>(
-		ShmemInitStruct("pg_fence shared state", sizeof(SharedState), &found));
-
-	if (!found)
+	while (index[i] >= 0)
 	{
-		s->lock = &(GetNamedLWLockTranche(kTrancheName))->lock;
-		pg_atomic_init_u64(&s->overflows, 0);
-		for (int i = 0; i < kStatSlots; i++)
-		{
-			pg_atomic_init_u32(&s->slots[i].dboid, 0);
-			for (int c = 0; c < kCounters; c++)
-				pg_atomic_init_u64(&s->slots[i].counters[c], 0);
-		}
+		const RegEntry *e = &entries[index[i]];
+
+		if (e->pid == pid && e->dbid == dbid && e->hash == hash)
+			break;
+		i = (i + 1) & r->index_mask;
 	}
-
-	HASHCTL		info;
-
-	memset(&info, 0, sizeof(info));
-	info.keysize = sizeof(RegKey);
-	info.entrysize = sizeof(RegEntry);
-	registry = ShmemInitHash("pg_fence lock registry", max_locks, max_locks, &info,
-							 HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
-	shared = s;
-	LWLockRelease(AddinShmemInitLock);
+	return i;
 }
 
-/* This database's counter slot, claimed on first use; nullptr if none. */
-DbSlot *
-MySlot()
+/*
+ * Remove the entry at index slot i: free the entry, then close the gap by
+ * moving later entries of the probe run back (no tombstones).  Caller holds
+ * the registry's lock exclusively.
+ */
+void
+RemoveAt(Registry *r, uint32 i)
 {
-	if (shared == nullptr || !OidIsValid(MyDatabaseId))
-		return nullptr;
-	if (my_slot != nullptr)
-		return my_slot;
-	for (int i = 0; i < kStatSlots; i++)
+	int32	   *index = RegistryIndex(r);
+	RegEntry   *entries = RegistryEntries(r);
+	int32		victim = index[i];
+
+	entries[victim].in_use = false;
+	entries[victim].next_free = r->free_head;
+	r->free_head = victim;
+	r->used--;
+	index[i] = -1;
+
+	for (uint32 j = (i + 1) & r->index_mask; index[j] >= 0; j = (j + 1) & r->index_mask)
 	{
-		DbSlot	   *slot = &shared->slots[i];
-		uint32		owner = pg_atomic_read_u32(&slot->dboid);
+		const RegEntry *e = &entries[index[j]];
+		uint32		home = HomeSlot(r, e->pid, e->dbid, e->hash);
 
-		if (owner == 0)
-		{
-			uint32		expected = 0;
-
-			if (pg_atomic_compare_exchange_u32(&slot->dboid, &expected, MyDatabaseId))
-				owner = MyDatabaseId;
-			else
-				owner = expected;
-		}
-		if (owner == MyDatabaseId)
-		{
-			my_slot = slot;
-			return slot;
-		}
+		/* leave it if its home lies cyclically in (i, j] */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		index[i] = index[j];
+		index[j] = -1;
+		i = j;
 	}
-	return nullptr;
 }
 
 /* before_shmem_exit: forget every registry entry of this backend. */
 void
 RegistryCleanup(int code, Datum arg)
 {
-	if (registry == nullptr)
+	Registry   *r = SharedRegistry();
+
+	if (r == nullptr)
 		return;
 
-	HASH_SEQ_STATUS status;
-	RegEntry   *e;
+	RegEntry   *entries = RegistryEntries(r);
 
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	hash_seq_init(&status, registry);
-	while ((e = static_cast<RegEntry *>(hash_seq_search(&status))) != nullptr)
-		if (e->key.pid == MyProcPid)
-			hash_search(registry, &e->key, HASH_REMOVE, nullptr);
-	LWLockRelease(shared->lock);
+	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
+	for (int n = 0; n < r->capacity; n++)
+	{
+		if (entries[n].in_use && entries[n].pid == MyProcPid)
+			RemoveAt(r, FindSlot(r, entries[n].pid, entries[n].dbid, entries[n].hash));
+	}
+	LWLockRelease(&r->lock);
 }
 
 }							/* namespace */
 
-void
-InitStats()
-{
-	/*
-	 * Only when preloading: a PGC_POSTMASTER setting cannot be defined by a
-	 * library loaded later (FATAL), and it would size nothing anyway.
-	 */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
-	DefineCustomIntVariable("fence.max_locks",
-							"Maximum number of held connection-bound locks fence.locks shows by name.",
-							"Size of the shared registry of held locks (about 1.1 kB each); "
-							"locks beyond it are still granted and shown without their name.",
-							&max_locks, 4096, 16, 1000000, PGC_POSTMASTER, 0,
-							nullptr, nullptr, nullptr);
-
-#if PG_VERSION_NUM >= 150000
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ShmemRequest;
-#else
-	RequestShmem();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ShmemStartup;
-}
-
 bool
 StatsAvailable()
 {
-	return shared != nullptr;
+	return AttachShared();
 }
 
 bool
-StatsRead(Oid dbid, uint64 counters[kCounters])
+StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount])
 {
-	if (shared == nullptr)
+	if (!AttachShared())
 		return false;
-	for (int c = 0; c < kCounters; c++)
-		counters[c] = 0;
-	for (int i = 0; i < kStatSlots; i++)
-	{
-		DbSlot	   *slot = &shared->slots[i];
 
-		if (pg_atomic_read_u32(&slot->dboid) == dbid)
-		{
-			for (int c = 0; c < kCounters; c++)
-				counters[c] = pg_atomic_read_u64(&slot->counters[c]);
-			break;
-		}
-	}
+	DbShared   *db = FindDbShared(dbid);
+
+	for (int c = 0; c < (int) StatKind::kCount; c++)
+		counters[c] = db != nullptr ? pg_atomic_read_u64(&db->counters[c]) : 0;
 	return true;
 }
 
@@ -259,39 +157,39 @@ int
 RegistrySnapshot(Oid dbid, RegisteredLock **out)
 {
 	*out = nullptr;
-	if (registry == nullptr)
+	if (!AttachShared())
 		return 0;
+
+	Registry   *r = SharedRegistry();
+	RegEntry   *entries = RegistryEntries(r);
 
 	/*
 	 * Copy under the lock into memory allocated before taking it (nothing
 	 * that can fail runs while it is held); entries added in between are
 	 * left out, as they would be a moment earlier.
 	 */
-	LWLockAcquire(shared->lock, LW_SHARED);
-	long		capacity = hash_get_num_entries(registry);
+	LWLockAcquire(&r->lock, LW_SHARED);
+	int			capacity = r->used;
 
-	LWLockRelease(shared->lock);
+	LWLockRelease(&r->lock);
 
 	RegEntry   *copy = static_cast<RegEntry *>(palloc(sizeof(RegEntry) * Max(capacity, 1)));
 	int			n = 0;
-	HASH_SEQ_STATUS status;
-	RegEntry   *e;
 
-	LWLockAcquire(shared->lock, LW_SHARED);
-	hash_seq_init(&status, registry);
-	while ((e = static_cast<RegEntry *>(hash_seq_search(&status))) != nullptr)
+	LWLockAcquire(&r->lock, LW_SHARED);
+	for (int i = 0; i < r->capacity && n < capacity; i++)
 	{
-		if (e->key.dbid == dbid && n < capacity)
-			memcpy(&copy[n++], e, sizeof(RegEntry));
+		if (entries[i].in_use && entries[i].dbid == dbid)
+			memcpy(&copy[n++], &entries[i], sizeof(RegEntry));
 	}
-	LWLockRelease(shared->lock);
+	LWLockRelease(&r->lock);
 
 	RegisteredLock *locks = static_cast<RegisteredLock *>(palloc0(sizeof(RegisteredLock) * Max(n, 1)));
 
 	for (int i = 0; i < n; i++)
 	{
-		locks[i].pid = copy[i].key.pid;
-		locks[i].key = copy[i].key.hash;
+		locks[i].pid = copy[i].pid;
+		locks[i].key = copy[i].hash;
 		locks[i].token = copy[i].token;
 		locks[i].granted_at = copy[i].granted_at;
 		locks[i].kind = copy[i].kind;
@@ -305,17 +203,19 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 void
 StatsCount(StatKind kind)
 {
-	DbSlot	   *slot = MySlot();
+	DbShared   *db = MyDbShared();
 
-	if (slot != nullptr)
-		pg_atomic_fetch_add_u64(&slot->counters[(int) kind], 1);
+	if (db != nullptr)
+		pg_atomic_fetch_add_u64(&db->counters[(int) kind], 1);
 }
 
 void
 StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char kind,
 				 TimestampTz granted_at)
 {
-	if (registry == nullptr)
+	Registry   *r = SharedRegistry();
+
+	if (r == nullptr)
 		return;
 	if (!exit_callback_registered)
 	{
@@ -323,39 +223,48 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 		exit_callback_registered = true;
 	}
 
-	RegKey		k;
+	int32	   *index = RegistryIndex(r);
+	RegEntry   *entries = RegistryEntries(r);
+	bool		stored = false;
 
-	memset(&k, 0, sizeof(k));
-	k.pid = MyProcPid;
-	k.dbid = MyDatabaseId;
-	k.hash = key;
+	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
+	uint32		slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
 
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	RegEntry   *e = static_cast<RegEntry *>(hash_search(registry, &k, HASH_ENTER_NULL, nullptr));
-
-	if (e != nullptr)
+	if (index[slot] < 0 && r->free_head >= 0)
 	{
+		index[slot] = r->free_head;
+		r->free_head = entries[index[slot]].next_free;
+		r->used++;
+	}
+	if (index[slot] >= 0)
+	{
+		RegEntry   *e = &entries[index[slot]];
 		int			len = Min(name_len, kMaxNameBytes);
 
+		e->pid = MyProcPid;
+		e->dbid = MyDatabaseId;
+		e->hash = key;
+		e->in_use = true;
 		e->token = token;
 		e->granted_at = granted_at;
 		e->kind = kind;
 		e->name_len = (int16) len;
 		memcpy(e->name, name, len);
 		e->name[len] = '\0';
+		stored = true;
 	}
-	LWLockRelease(shared->lock);
+	LWLockRelease(&r->lock);
 
-	if (e == nullptr)
+	if (!stored)
 	{
-		uint64		n = pg_atomic_add_fetch_u64(&shared->overflows, 1);
+		uint64		n = pg_atomic_add_fetch_u64(&r->overflows, 1);
 
 		if (!overflow_logged)
 		{
 			overflow_logged = true;
 			ereport(LOG,
 					(errmsg("pg_fence: lock registry full (fence.max_locks = %d): held locks are shown in fence.locks without their names",
-							max_locks),
+							RegistryCapacity()),
 					 errdetail("Grants not registered since server start: " UINT64_FORMAT ".", n),
 					 errhint("Increase fence.max_locks (needs a restart)."),
 					 errhidestmt(true)));
@@ -366,19 +275,17 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 void
 StatsRecordRelease(uint64 key)
 {
-	if (registry == nullptr)
+	Registry   *r = SharedRegistry();
+
+	if (r == nullptr)
 		return;
 
-	RegKey		k;
+	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
+	uint32		slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
 
-	memset(&k, 0, sizeof(k));
-	k.pid = MyProcPid;
-	k.dbid = MyDatabaseId;
-	k.hash = key;
-
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	hash_search(registry, &k, HASH_REMOVE, nullptr);
-	LWLockRelease(shared->lock);
+	if (RegistryIndex(r)[slot] >= 0)
+		RemoveAt(r, slot);
+	LWLockRelease(&r->lock);
 }
 
 void

@@ -13,16 +13,12 @@
 #include "ext/tokens.hpp"
 
 #include "ext/commit.hpp"
+#include "ext/shmem.hpp"
 
 extern "C" {
 #include "catalog/pg_class.h"
 #include "commands/sequence.h"
-#include "port/atomics.h"
 #include "replication/syncrep.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/syscache.h"
 }
 
@@ -43,13 +39,13 @@ TokenSeqInvalidate(Datum arg, Oid relid)
 }
 
 /*
- * The shared token allocator (only with shared_preload_libraries).
+ * The shared token allocator (with the shared block, shmem.hpp).
  *
  * Drawing every token with nextval() makes every backend that gets a value
  * covered by a freshly logged sequence record wait for that record's flush
  * (nextval logs only 32 values ahead), which stalls all clients once per 32
  * tokens.  With shared memory, tokens are handed out from a per-database
- * counter below a durable ceiling instead:
+ * counter (DbShared::token_*) below a durable ceiling instead:
  *
  *	 - every token t handed out satisfies t < ceiling, and the sequence's
  *	   durable value (WAL flushed) is >= ceiling - 1, so after a crash,
@@ -66,116 +62,13 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  * Tokens strictly increase in the order they are drawn, across sessions
  * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
  * restart tokens jump by up to kChunk: gaps are allowed, reuse is not.
- * Databases beyond kTokenSlots, and servers without the preload, draw every
- * token with nextval() (a database never switches within a server's life).
+ * Databases beyond kDbSlots, and servers without the shared block, draw
+ * every token with nextval() (a database never switches within a server's
+ * life: the block's mode is fixed at server start, and a database's share,
+ * once claimed, is never given up).
  */
-constexpr int kTokenSlots = 128;
 constexpr int64 kChunk = 4096;
 constexpr int64 kLowWater = kChunk / 2;
-constexpr const char *kTokenTranche = "pg_fence tokens";
-
-struct TokenSlot
-{
-	pg_atomic_uint32 dboid;		/* 0: free; claimed once, never freed */
-	slock_t		mutex;			/* protects the fields below */
-	bool		initialized;
-	Oid			seq_oid;		/* the sequence the ceiling was written to */
-	int64		next;			/* next token to hand out */
-	int64		ceiling;		/* tokens below it are durable */
-	XLogRecPtr	ceiling_lsn;	/* end of the WAL that made ceiling durable */
-};
-
-struct TokenShared
-{
-	LWLock	   *locks;			/* kTokenSlots locks: who moves a ceiling */
-	TokenSlot	slots[kTokenSlots];
-};
-
-TokenShared *token_shared = nullptr;
-TokenSlot  *my_token_slot = nullptr;
-int			my_token_slot_index = -1;
-bool		my_token_slot_searched = false;
-
-#if PG_VERSION_NUM >= 150000
-shmem_request_hook_type prev_token_shmem_request_hook = nullptr;
-#endif
-shmem_startup_hook_type prev_token_shmem_startup_hook = nullptr;
-
-void
-TokenShmemRequest()
-{
-#if PG_VERSION_NUM >= 150000
-	if (prev_token_shmem_request_hook)
-		prev_token_shmem_request_hook();
-#endif
-	RequestAddinShmemSpace(MAXALIGN(sizeof(TokenShared)));
-	RequestNamedLWLockTranche(kTokenTranche, kTokenSlots);
-}
-
-void
-TokenShmemStartup()
-{
-	if (prev_token_shmem_startup_hook)
-		prev_token_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-
-	bool		found;
-	TokenShared *ts = static_cast<TokenShared *>(
-		ShmemInitStruct("pg_fence token allocator", sizeof(TokenShared), &found));
-
-	if (!found)
-	{
-		LWLockPadded *locks = GetNamedLWLockTranche(kTokenTranche);
-
-		ts->locks = &locks[0].lock;
-		for (int i = 0; i < kTokenSlots; i++)
-		{
-			TokenSlot  *slot = &ts->slots[i];
-
-			pg_atomic_init_u32(&slot->dboid, 0);
-			SpinLockInit(&slot->mutex);
-			slot->initialized = false;
-			slot->seq_oid = InvalidOid;
-			slot->next = 0;
-			slot->ceiling = 0;
-			slot->ceiling_lsn = InvalidXLogRecPtr;
-		}
-	}
-	token_shared = ts;
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* This database's allocator slot, claimed on first use; nullptr: none. */
-TokenSlot *
-MyTokenSlot()
-{
-	if (my_token_slot_searched)
-		return my_token_slot;
-	my_token_slot_searched = true;
-	if (token_shared == nullptr || !OidIsValid(MyDatabaseId))
-		return nullptr;
-	for (int i = 0; i < kTokenSlots; i++)
-	{
-		TokenSlot  *slot = &token_shared->slots[i];
-		uint32		owner = pg_atomic_read_u32(&slot->dboid);
-
-		if (owner == 0)
-		{
-			uint32		expected = 0;
-
-			owner = pg_atomic_compare_exchange_u32(&slot->dboid, &expected, MyDatabaseId)
-				? MyDatabaseId : expected;
-		}
-		if (owner == MyDatabaseId)
-		{
-			my_token_slot = slot;
-			my_token_slot_index = i;
-			break;
-		}
-	}
-	return my_token_slot;
-}
 
 /*
  * Flush the WAL up to the sequence page's LSN: the end of the last record
@@ -208,12 +101,12 @@ FlushSequence(Oid seq)
  * flush.  Caller holds the slot's LWLock (one mover at a time).
  */
 void
-MoveCeiling(TokenSlot *slot, Oid seq)
+MoveCeiling(DbShared *slot, Oid seq)
 {
-	SpinLockAcquire(&slot->mutex);
-	int64		target = Max(slot->ceiling, slot->next) + kChunk;
+	SpinLockAcquire(&slot->token_mutex);
+	int64		target = Max(slot->token_ceiling, slot->token_next) + kChunk;
 
-	SpinLockRelease(&slot->mutex);
+	SpinLockRelease(&slot->token_mutex);
 
 	Oid			save_userid;
 	int			save_sec_context;
@@ -233,29 +126,43 @@ MoveCeiling(TokenSlot *slot, Oid seq)
 
 	XLogRecPtr	lsn = FlushSequence(seq);
 
-	SpinLockAcquire(&slot->mutex);
-	slot->ceiling = target;
-	slot->ceiling_lsn = lsn;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&slot->token_mutex);
+	slot->token_ceiling = target;
+	slot->token_ceiling_lsn = lsn;
+	SpinLockRelease(&slot->token_mutex);
+}
+
+/*
+ * Like a commit: a promoted synchronous standby must know the token's WAL
+ * too.  SyncRepWaitForLSN() runs with interrupts held, as at commit (it
+ * asserts so): it handles a cancel or termination itself, by ending the
+ * wait with a WARNING.
+ */
+void
+WaitForSyncStandbys(XLogRecPtr lsn)
+{
+	HOLD_INTERRUPTS();
+	SyncRepWaitForLSN(lsn, false);
+	RESUME_INTERRUPTS();
 }
 
 /* Start (or restart) the slot's counter above every durable value of seq. */
 void
-StartCounter(TokenSlot *slot, Oid seq)
+StartCounter(DbShared *slot, Oid seq)
 {
 	int64		v = nextval_internal(seq, false);
 	XLogRecPtr	lsn = FlushSequence(seq);
 
-	SpinLockAcquire(&slot->mutex);
+	SpinLockAcquire(&slot->token_mutex);
 	/* never down: a replaced sequence may start lower than tokens handed out */
-	if (!slot->initialized || v > slot->next)
-		slot->next = v;
+	if (!slot->token_ready || v > slot->token_next)
+		slot->token_next = v;
 	/* v itself is durable; nothing above it is yet */
-	slot->ceiling = slot->next == v ? v + 1 : slot->next;
-	slot->ceiling_lsn = lsn;
-	slot->seq_oid = seq;
-	slot->initialized = true;
-	SpinLockRelease(&slot->mutex);
+	slot->token_ceiling = slot->token_next == v ? v + 1 : slot->token_next;
+	slot->token_ceiling_lsn = lsn;
+	slot->token_seq = seq;
+	slot->token_ready = true;
+	SpinLockRelease(&slot->token_mutex);
 }
 
 /*
@@ -264,9 +171,9 @@ StartCounter(TokenSlot *slot, Oid seq)
  * transaction abort).
  */
 int64
-DrawFromSlot(TokenSlot *slot, Oid seq)
+DrawFromSlot(DbShared *slot, Oid seq)
 {
-	LWLock	   *mover = &token_shared->locks[my_token_slot_index];
+	LWLock	   *mover = &slot->token_mover;
 
 	for (;;)
 	{
@@ -275,15 +182,15 @@ DrawFromSlot(TokenSlot *slot, Oid seq)
 		int64		left = 0;
 		XLogRecPtr	lsn = InvalidXLogRecPtr;
 
-		SpinLockAcquire(&slot->mutex);
-		ready = slot->initialized && slot->seq_oid == seq;
-		if (ready && slot->next < slot->ceiling)
+		SpinLockAcquire(&slot->token_mutex);
+		ready = slot->token_ready && slot->token_seq == seq;
+		if (ready && slot->token_next < slot->token_ceiling)
 		{
-			token = slot->next++;
-			left = slot->ceiling - slot->next;
-			lsn = slot->ceiling_lsn;
+			token = slot->token_next++;
+			left = slot->token_ceiling - slot->token_next;
+			lsn = slot->token_ceiling_lsn;
 		}
-		SpinLockRelease(&slot->mutex);
+		SpinLockRelease(&slot->token_mutex);
 
 		if (token != 0)
 		{
@@ -309,8 +216,7 @@ DrawFromSlot(TokenSlot *slot, Oid seq)
 				PG_END_TRY();
 				LWLockRelease(mover);
 			}
-			/* like a commit: a promoted synchronous standby must know it */
-			SyncRepWaitForLSN(lsn, false);
+			WaitForSyncStandbys(lsn);
 			return token;
 		}
 
@@ -319,11 +225,11 @@ DrawFromSlot(TokenSlot *slot, Oid seq)
 		LWLockAcquire(mover, LW_EXCLUSIVE);
 		PG_TRY();
 		{
-			SpinLockAcquire(&slot->mutex);
-			bool		started = slot->initialized && slot->seq_oid == seq;
-			bool		exhausted = slot->next >= slot->ceiling;
+			SpinLockAcquire(&slot->token_mutex);
+			bool		started = slot->token_ready && slot->token_seq == seq;
+			bool		exhausted = slot->token_next >= slot->token_ceiling;
 
-			SpinLockRelease(&slot->mutex);
+			SpinLockRelease(&slot->token_mutex);
 			if (!started)
 				StartCounter(slot, seq);
 			else if (exhausted)
@@ -376,7 +282,7 @@ IssueToken()
 	Oid			seq = TokenSequenceOid();
 
 	WalMark		before = WalMarkNow();
-	TokenSlot  *slot = MyTokenSlot();
+	DbShared   *slot = AttachShared() ? MyDbShared() : nullptr;
 	int64		token;
 
 	if (slot != nullptr)
@@ -392,8 +298,7 @@ IssueToken()
 		 */
 		XLogRecPtr	lsn = FlushSequence(seq);
 
-		/* Like a commit: a promoted synchronous standby must know it too. */
-		SyncRepWaitForLSN(lsn, false);
+		WaitForSyncStandbys(lsn);
 	}
 
 	/*
@@ -403,21 +308,6 @@ IssueToken()
 	 */
 	AllowAsyncCommitSince(before);
 	return token;
-}
-
-void
-InitTokens()
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-#if PG_VERSION_NUM >= 150000
-	prev_token_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = TokenShmemRequest;
-#else
-	TokenShmemRequest();
-#endif
-	prev_token_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = TokenShmemStartup;
 }
 
 }							/* namespace fence */

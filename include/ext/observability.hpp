@@ -4,14 +4,15 @@
  *	  Shared memory behind fence.stats() and the view fence.locks (the
  *	  side of src/stats.cpp that include/ext/stats.hpp does not show).
  *
- * With pg_fence in shared_preload_libraries, _PG_init (InitStats) reserves
- *	 - per-database counters: kStatSlots slots of pg_atomic_uint64, claimed
- *	   by database OID (lock-free) on first use;
- *	 - the registry of held connection-bound locks: a fixed-size shared hash
+ * Both live in the shared block (shmem.hpp):
+ *	 - per-database counters in DbShared, claimed by database OID
+ *	   (lock-free) on first use;
+ *	 - the registry of held connection-bound locks: a fixed-size table
  *	   (fence.max_locks entries, PGC_POSTMASTER, default 4096) keyed by
  *	   (pid, database, 64-bit name hash) holding the whole name (up to 1024
  *	   bytes), token, kind and grant time, under one LWLock.
- * Without it every counter and registry call is a no-op.
+ * Without the block (15/16 without the preload) every counter and registry
+ * call is a no-op.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -26,13 +27,10 @@
 
 namespace fence {
 
-/* Databases whose counters are kept (the first ones to count something). */
-constexpr int kStatSlots = 128;
-
-/* Define fence.max_locks and, when preloading, request shared memory. */
-void		InitStats();
-
-/* Is the shared memory there (pg_fence in shared_preload_libraries)? */
+/*
+ * Is the shared block there (attaching to it if need be; may raise ERROR)?
+ * False on 15/16 without the preload.
+ */
 bool		StatsAvailable();
 
 /* Counters of database dbid since server start; false without shared memory. */

@@ -34,10 +34,11 @@ namespace fence {
  * returns no token before the WAL that puts fence.token_seq at or above it
  * is flushed (and, with synchronous replication, received by the standbys):
  *
- *	 - with shared_preload_libraries, from a per-database shared counter kept
+ *	 - with the shared block (shmem.hpp: preloaded, or a named DSM segment
+ *	   on 17+), from a per-database shared counter kept
  *	   below a durable ceiling that one backend moves (setval + flush) well
  *	   before it is reached (tokens.cpp explains the rules);
- *	 - otherwise with nextval(), flushing the WAL up to the sequence page's
+ *	 - otherwise (15/16 without the preload) with nextval(), flushing the WAL up to the sequence page's
  *	   LSN (a no-op 31 calls in 32).
  *
  * Since the token is then durable on its own, a transaction that does
@@ -50,11 +51,5 @@ int64		IssueToken();
 
 /* OID of fence.token_seq in this database; raises 55000 if not installed. */
 Oid			TokenSequenceOid();
-
-/*
- * With shared_preload_libraries: request the shared token allocator (see
- * tokens.cpp).  Called from _PG_init.
- */
-void		InitTokens();
 
 }							/* namespace fence */

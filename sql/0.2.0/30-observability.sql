@@ -17,7 +17,7 @@ AS 'MODULE_PATHNAME', 'fence_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.stats() IS
-'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs when pg_fence is not in shared_preload_libraries.';
+'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
 
 CREATE FUNCTION fence.held_locks(OUT pid integer, OUT key bigint, OUT name text,
                                  OUT token bigint, OUT kind text,
@@ -27,13 +27,14 @@ AS 'MODULE_PATHNAME', 'fence_held_locks'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 100;
 
 COMMENT ON FUNCTION fence.held_locks() IS
-'Internal (used by the view fence.locks): the shared registry of connection-bound locks held in the current database, keyed by backend pid and the 64-bit name hash of the lock tag. Empty when pg_fence is not in shared_preload_libraries. May list a lock its backend has just released; the view keeps only locks pg_locks shows as held.';
+'Internal (used by the view fence.locks): the shared registry of connection-bound locks held in the current database, keyed by backend pid and the 64-bit name hash of the lock tag. Empty when pg_fence has no shared memory (see fence.shared_memory()). May list a lock its backend has just released; the view keeps only locks pg_locks shows as held.';
 
 -- One row per held lock or lease.  Connection-bound locks come from
 -- pg_locks (advisory locks of pg_fence's tag class 0x6665 = 26213 in this
 -- database), so a lock is shown exactly while the lock manager holds it;
 -- name, kind, token and granted_at come from the registry and are NULL when
--- it has no entry (no shared_preload_libraries, or fence.max_locks full).
+-- it has no entry (no shared memory, see fence.shared_memory(), or the
+-- registry full).
 CREATE VIEW fence.locks AS
 WITH tags AS (
     SELECT l.pid, l.granted,
@@ -70,6 +71,18 @@ SELECT le.name, 'lease'::text, le.token, NULL::integer,
   FROM fence.leases AS le;
 
 COMMENT ON VIEW fence.locks IS
-'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases). Without shared_preload_libraries connection-bound locks are listed with NULL name, kind, token and granted_at.';
+'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases). Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
 
 GRANT SELECT ON fence.locks TO PUBLIC;
+
+CREATE FUNCTION fence.shared_memory()
+RETURNS text
+AS 'MODULE_PATHNAME', 'fence_shared_memory'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fence.shared_memory() IS
+'Where pg_fence''s shared memory (token allocator, fence.stats() counters, lock names of fence.locks) lives in this server: preloaded (pg_fence is in shared_preload_libraries), dynamic (a named dynamic shared memory segment, PostgreSQL 17 and later without the preload; same behaviour, registry of the default size), or none (PostgreSQL 15 and 16 without the preload: tokens come from the sequence directly, counters are not kept, fence.locks shows no names; raises a NOTICE with a hint).';
+
+-- Say at install (and upgrade) time when the shared memory is missing: the
+-- function raises a NOTICE with a hint then.
+SELECT fence.shared_memory();

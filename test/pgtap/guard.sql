@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(44);
+SELECT plan(48);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name']);
@@ -36,6 +36,12 @@ SELECT isnt_definer('fence', 'held_locks', ARRAY[]::name[]);
 SELECT function_privs_are('fence', 'advance', ARRAY['text', 'bigint'], 'public', ARRAY['EXECUTE']);
 SELECT function_privs_are('fence', 'stats', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
 SELECT function_privs_are('fence', 'held_locks', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+
+-- where the shared memory lives: the test cluster preloads pg_fence
+SELECT has_function('fence', 'shared_memory', ARRAY[]::name[]);
+SELECT function_returns('fence', 'shared_memory', ARRAY[]::name[], 'text');
+SELECT function_privs_are('fence', 'shared_memory', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+SELECT is(fence.shared_memory(), 'preloaded', 'shared memory: preloaded');
 
 -- fence.resources: the extension's, dumped, closed to PUBLIC
 SELECT has_table('fence', 'resources', 'fence.resources exists');

@@ -33,12 +33,28 @@ check() {	# check NAME EXPECTED ACTUAL
 q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
 
 check "no shared_preload_libraries" "" "$(q -c 'SHOW shared_preload_libraries')"
-q -c 'CREATE EXTENSION pg_fence' \
-  -c 'CREATE TABLE np_acct (id int PRIMARY KEY, v int, fence bigint NOT NULL DEFAULT 0)' \
+version=$(q -c 'SHOW server_version_num')
+created=$(q -c 'CREATE EXTENSION pg_fence' 2>&1)
+q -c 'CREATE TABLE np_acct (id int PRIMARY KEY, v int, fence bigint NOT NULL DEFAULT 0)' \
   -c 'INSERT INTO np_acct VALUES (1, 0, 5)' \
   -c "SELECT fence.guard('np_acct')" >/dev/null
 
-# locks work; the view degrades to pg_locks
+hint='HINT:  Add pg_fence to shared_preload_libraries in postgresql.conf and restart the server.'
+if [ "$version" -ge 170000 ]; then
+	check "17+: CREATE EXTENSION says nothing" "" "$created"
+	check "17+: shared memory in a named DSM segment" "dynamic" "$(q -c 'SELECT fence.shared_memory()')"
+else
+	check "15/16: CREATE EXTENSION says what is missing" \
+		"WARNING:  pg_fence is not in shared_preload_libraries: locks and leases work, but slower and less visible|$hint" \
+		"$(grep -E '^(WARNING|HINT):' <<<"$created" | paste -sd'|')"
+	check "15/16: no shared memory" "none" "$(q -c 'SELECT fence.shared_memory()' 2>/dev/null)"
+	check "15/16: fence.locks says what is missing" \
+		"NOTICE:  pg_fence is not in shared_preload_libraries: fence.locks shows no lock names|$hint" \
+		"$(q -c "SELECT fence.try_lock('np-notice')" -c 'SELECT count(*) FROM fence.locks' 2>&1 >/dev/null |
+			grep -E '^(NOTICE|HINT):' | paste -sd'|')"
+fi
+
+# locks work; without shared memory the view degrades to pg_locks
 out=$(PGAPPNAME=np_holder q -c "SELECT fence.try_lock('np-a') IS NOT NULL" \
   -c "SELECT fence.try_lock('np-b') IS NOT NULL" \
   -c "SELECT count(*), count(name), count(kind), count(token), count(granted_at),
@@ -46,13 +62,22 @@ out=$(PGAPPNAME=np_holder q -c "SELECT fence.try_lock('np-a') IS NOT NULL" \
              sum(waiters), count(expires_at)
         FROM fence.locks WHERE kind IS DISTINCT FROM 'lease'" \
   -c "SELECT count(*) FROM fence.held_locks()" \
-  -c "SELECT row(s.*)::text FROM fence.stats() s")
-check "locks granted, view shows them without names, stats NULL" \
+  -c "SELECT row(s.*)::text FROM fence.stats() s" 2>/dev/null)
+if [ "$version" -ge 170000 ]; then
+	check "17+: locks granted, view shows them with names, stats count" \
+	"t
+t
+2|2|2|2|2|t|t|0|0
+2
+(2,0,0,0,0)" "$out"
+else
+	check "15/16: locks granted, view shows them without names, stats NULL" \
 	"t
 t
 2|0|0|0|0|t|t|0|0
 0
 (,,,,)" "$out"
+fi
 
 # after the session ends, nothing is left
 check "nothing held after disconnect" "0" \
