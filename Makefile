@@ -5,6 +5,9 @@
 # make demo         install missing Debian packages, build, install, and run the
 #                   demo on a throwaway cluster
 # make test         the same, then every test layer on a throwaway cluster
+# make test-versions  make test on every supported major this machine can get
+#                   (15 here, 17 in a Debian trixie chroot, 18 built from
+#                   source with assertions): scripts/test-versions.sh
 # make bench        the benchmarks (bench/README.md); writes bench/results.*
 # make deps         only install the missing Debian packages
 #
@@ -47,7 +50,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test bench
+.PHONY: deps demo test test-versions bench
 
 deps:
 	@bash scripts/install-deps.sh
@@ -61,6 +64,10 @@ test: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash scripts/temp-cluster.sh bash test/run-all.sh
+
+# The suite on PostgreSQL 15, 17 and 18, each in its own build tree.
+test-versions:
+	bash scripts/test-versions.sh
 
 # Benchmarks (bench/README.md): extra packages (redis-server, hiredis), then
 # every scenario on a throwaway cluster with fsync on.

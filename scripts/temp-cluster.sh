@@ -15,6 +15,8 @@
 #
 # COMMAND sees:
 #   PGHOST PGPORT PGUSER PGDATABASE   libpq connection to the cluster
+#   PATH                              the server's bin directory first, so
+#                                     psql, pg_dump... are of its version
 #   PGDATA                            its data directory
 #   FENCE_PGBIN                       the server's bin directory
 #   FENCE_AS_OWNER                    command prefix that runs a program as
@@ -138,6 +140,8 @@ CTL
 chmod 755 "$TMP/cluster-ctl"
 
 export PGHOST="$TMP" PGPORT="$PORT" PGUSER=postgres PGDATABASE=postgres
+# The client tools (psql, pg_dump, pg_prove's psql...) of the server's own version.
+export PATH="$PGBIN:$PATH"
 export PGDATA="$DATA" FENCE_PGBIN="$PGBIN" FENCE_AS_OWNER="$AS_OWNER" FENCE_PGLOG="$LOG"
 export FENCE_CLUSTER_CTL="$TMP/cluster-ctl" FENCE_CLUSTER_DIR="$TMP"
 unset PGSERVICE PGPASSWORD PGHOSTADDR PGOPTIONS

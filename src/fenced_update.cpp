@@ -805,7 +805,7 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	 * write on behalf of the same holder.  The caller's fence.token is not
 	 * touched.
 	 */
-	PresentedToken previous = PushPresentedToken(token);
+	volatile PresentedToken previous = PushPresentedToken(token);
 	volatile int rc = 0;
 
 	PG_TRY();

@@ -540,9 +540,10 @@ PushPresentedToken(int64 token)
 }
 
 void
-PopPresentedToken(PresentedToken previous)
+PopPresentedToken(const volatile PresentedToken &previous)
 {
-	presented = previous;
+	presented.active = previous.active;
+	presented.token = previous.token;
 }
 
 TokenState

@@ -165,26 +165,57 @@ StartCounter(DbShared *slot, Oid seq)
 	SpinLockRelease(&slot->token_mutex);
 }
 
+/* Draw a token from the slot.  PostgreSQL-style: raises ERROR. */
 /*
- * Draw a token from the slot.  PostgreSQL-style: raises ERROR (then the
- * slot's LWLock, if held, is released by the caller's PG_CATCH below or at
- * transaction abort).
+ * As the one mover of the slot's ceiling (waiting for its LWLock if wait,
+ * else only if it is free at once): start the counter if it is not started
+ * for seq, else move the ceiling if fewer than low_water tokens are left.
+ * The sequence's lock (which setval takes) is taken first, where a wait is
+ * interruptible and deadlock-checked, never while the LWLock is held.
  */
-int64
-DrawFromSlot(DbShared *slot, Oid seq)
+void
+AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
 {
 	LWLock	   *mover = &slot->token_mover;
 
+	LockRelationOid(seq, RowExclusiveLock);
+	if (wait)
+		LWLockAcquire(mover, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(mover, LW_EXCLUSIVE))
+		return;
+	PG_TRY();
+	{
+		SpinLockAcquire(&slot->token_mutex);
+		bool		started = slot->token_ready && slot->token_seq == seq;
+		int64		left = slot->token_ceiling - slot->token_next;
+
+		SpinLockRelease(&slot->token_mutex);
+		if (!started)
+			StartCounter(slot, seq);
+		else if (left < low_water)
+			MoveCeiling(slot, seq);
+	}
+	PG_CATCH();
+	{
+		LWLockRelease(mover);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	LWLockRelease(mover);
+}
+
+int64
+DrawFromSlot(DbShared *slot, Oid seq)
+{
 	for (;;)
 	{
-		bool		ready;
 		int64		token = 0;
 		int64		left = 0;
 		XLogRecPtr	lsn = InvalidXLogRecPtr;
 
 		SpinLockAcquire(&slot->token_mutex);
-		ready = slot->token_ready && slot->token_seq == seq;
-		if (ready && slot->token_next < slot->token_ceiling)
+		if (slot->token_ready && slot->token_seq == seq &&
+			slot->token_next < slot->token_ceiling)
 		{
 			token = slot->token_next++;
 			left = slot->token_ceiling - slot->token_next;
@@ -194,54 +225,15 @@ DrawFromSlot(DbShared *slot, Oid seq)
 
 		if (token != 0)
 		{
-			/*
-			 * Running low: move the ceiling now, unless someone else is.  The
-			 * sequence's lock (which setval takes) is taken first, where a
-			 * wait is interruptible and deadlock-checked, never while the
-			 * LWLock is held.
-			 */
+			/* running low: move the ceiling now, unless someone else is */
 			if (left < kLowWater)
-				LockRelationOid(seq, RowExclusiveLock);
-			if (left < kLowWater && LWLockConditionalAcquire(mover, LW_EXCLUSIVE))
-			{
-				PG_TRY();
-				{
-					MoveCeiling(slot, seq);
-				}
-				PG_CATCH();
-				{
-					LWLockRelease(mover);
-					PG_RE_THROW();
-				}
-				PG_END_TRY();
-				LWLockRelease(mover);
-			}
+				AsMover(slot, seq, false, kLowWater);
 			WaitForSyncStandbys(lsn);
 			return token;
 		}
 
 		/* not started, sequence replaced, or ceiling reached: wait for the mover */
-		LockRelationOid(seq, RowExclusiveLock);
-		LWLockAcquire(mover, LW_EXCLUSIVE);
-		PG_TRY();
-		{
-			SpinLockAcquire(&slot->token_mutex);
-			bool		started = slot->token_ready && slot->token_seq == seq;
-			bool		exhausted = slot->token_next >= slot->token_ceiling;
-
-			SpinLockRelease(&slot->token_mutex);
-			if (!started)
-				StartCounter(slot, seq);
-			else if (exhausted)
-				MoveCeiling(slot, seq);
-		}
-		PG_CATCH();
-		{
-			LWLockRelease(mover);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		LWLockRelease(mover);
+		AsMover(slot, seq, true, 1);
 	}
 }
 

@@ -62,6 +62,7 @@ struct PresentedToken
 };
 
 PresentedToken PushPresentedToken(int64 token);
-void		PopPresentedToken(PresentedToken previous);
+/* previous may be volatile: callers keep it across PG_TRY (longjmp). */
+void		PopPresentedToken(const volatile PresentedToken &previous);
 
 }							/* namespace fence */
