@@ -13,6 +13,9 @@
  * hold cannot overwrite the work of the next one (Kleppmann, "How to do
  * distributed locking", 2016).
  *
+ * The connection is a pqxx::connection, with libpqxx 6.4 as with 7 (with 6.4,
+ * not a lazyconnection or asyncconnection).
+ *
  * Thread safety: a SessionLock uses its connection, and a libpqxx
  * connection must be used by one thread at a time; so must a SessionLock.
  * Distinct SessionLock objects on distinct connections are independent.
@@ -31,7 +34,7 @@
 #include <optional>
 #include <string>
 
-#include <pqxx/connection_base>
+#include <pqxx/connection>
 
 namespace fence {
 
@@ -53,7 +56,7 @@ namespace fence {
  * released or destroyed (each call runs in a pqxx::nontransaction, which
  * libpqxx refuses to open next to another transaction; the destructor then
  * leaves the hold to be released at session end).  If the session ends
- * (or libpqxx silently re-establishes the connection, which gives a new
+ * (or libpqxx 6 silently re-establishes the connection, which gives a new
  * session), the hold is gone: held() reports it, by comparing the
  * connection's backend pid with the one that took the lock.
  *
@@ -71,7 +74,7 @@ public:
 	 * Returns the hold, or std::nullopt when another session holds `name`.
 	 * Throws as described for the class.
 	 */
-	static std::optional<SessionLock> try_acquire(pqxx::connection_base &conn, const std::string &name);
+	static std::optional<SessionLock> try_acquire(pqxx::connection &conn, const std::string &name);
 
 	/**
 	 * Takes the lock, waiting at most `timeout` for it (fence.lock with a
@@ -81,16 +84,16 @@ public:
 	 * microsecond resolution; it must be > 0 (std::invalid_argument
 	 * otherwise).  statement_timeout, when set, still applies.
 	 */
-	static std::optional<SessionLock> try_acquire_for(pqxx::connection_base &conn, const std::string &name,
+	static std::optional<SessionLock> try_acquire_for(pqxx::connection &conn, const std::string &name,
 													  std::chrono::microseconds timeout);
 
 	/**
 	 * Takes the lock, waiting as long as it takes (fence.lock without a
 	 * timeout; statement_timeout and a cancel from another thread with
-	 * connection_base::cancel_query() still end the wait, as a
+	 * pqxx::connection::cancel_query() still end the wait, as a
 	 * pqxx::sql_error).  Never returns without the lock.
 	 */
-	static SessionLock acquire(pqxx::connection_base &conn, const std::string &name);
+	static SessionLock acquire(pqxx::connection &conn, const std::string &name);
 
 	SessionLock(SessionLock &&other) noexcept;
 	/** Releases the lock this object holds (as the destructor does), then takes over `other`'s. */
@@ -131,10 +134,10 @@ public:
 	bool release();
 
 private:
-	SessionLock(pqxx::connection_base &conn, std::string name, std::int64_t token) noexcept;
+	SessionLock(pqxx::connection &conn, std::string name, std::int64_t token) noexcept;
 	void ReleaseNoThrow() noexcept;
 
-	pqxx::connection_base *conn_ = nullptr; /* nullptr: moved from or released */
+	pqxx::connection *conn_ = nullptr; /* nullptr: moved from or released */
 	std::string name_;
 	std::int64_t token_ = 0;
 	int backend_pid_ = 0;

@@ -14,8 +14,9 @@ PG_FENCE_LINK_DIR ?= /usr/local/bin
 
 all: $(CLI_BIN)
 
-src/cli/%.o: src/cli/%.cpp $(CLIENT_HEADERS) src/cli/cli.mk
-	$(CLIENT_CXX) $(CLIENT_CXXFLAGS) -I$(includedir) -c -o $@ $<
+# -Isrc/client: the CLI shares the client's libpqxx 6/7 shim (pqxx_compat.hpp).
+src/cli/%.o: src/cli/%.cpp $(CLIENT_HEADERS) src/client/pqxx_compat.hpp src/cli/cli.mk
+	$(CLIENT_CXX) $(CLIENT_CXXFLAGS) -Isrc/client -I$(includedir) -c -o $@ $<
 
 $(CLI_BIN): $(CLI_OBJS) $(CLIENT_LIB)
 	$(CLIENT_CXX) -o $@ $(CLI_OBJS) $(CLIENT_LIB) $(CLIENT_LIBS)

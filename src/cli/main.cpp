@@ -66,6 +66,7 @@
 #include <pqxx/pqxx>
 
 #include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
 
 extern char **environ;
 
@@ -344,10 +345,7 @@ Connect(const std::string &conninfo)
 	try
 	{
 		auto c = std::make_unique<pqxx::connection>(conninfo);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-		c->inhibit_reactivation(true);
-#pragma GCC diagnostic pop
+		fence::pqxx_compat::NoReactivation(*c);
 		return c;
 	}
 	catch (const pqxx::broken_connection &e)
@@ -361,10 +359,12 @@ void
 CheckExtension(pqxx::connection &conn, const char *proc)
 {
 	pqxx::nontransaction tx(conn);
-	pqxx::row r = tx.exec_params1("SELECT current_database(), "
-								  "(SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
-								  "pg_catalog.to_regprocedure($1) IS NOT NULL",
-								  std::string(proc));
+	pqxx::row r = fence::pqxx_compat::ExecParams1(
+		tx,
+		"SELECT current_database(), "
+		"(SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
+		"pg_catalog.to_regprocedure($1) IS NOT NULL",
+		std::string(proc));
 	std::string db = r[0].c_str();
 	if (r[1].is_null())
 		throw Unavailable{"extension pg_fence is not installed in database \"" + db + "\"",
@@ -939,7 +939,7 @@ RunSession(const RunOptions &o)
 	CheckExtension(*conn, "fence.lock(text,interval)");
 	{
 		pqxx::nontransaction tx(*conn);
-		tx.exec_params("SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
+		fence::pqxx_compat::ExecParams(tx, "SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
 	}
 	std::optional<fence::SessionLock> lock;
 	int signalled;
@@ -976,7 +976,7 @@ RunSession(const RunOptions &o)
 			}
 			lock.reset();
 		}
-		conn->disconnect();
+		fence::pqxx_compat::Close(*conn);
 		DieBySignal(signalled);
 	}
 	if (!lock)
@@ -1050,8 +1050,9 @@ Status(const std::vector<std::string> &args)
 	auto conn = Connect(conninfo);
 	{
 		pqxx::nontransaction tx(*conn);
-		pqxx::row r = tx.exec1("SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
-							   "pg_catalog.to_regclass('fence.locks') IS NOT NULL, current_database()");
+		pqxx::row r = fence::pqxx_compat::Exec1(
+			tx, "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
+				"pg_catalog.to_regclass('fence.locks') IS NOT NULL, current_database()");
 		if (r[0].is_null())
 			throw Unavailable{"extension pg_fence is not installed in database \"" + std::string(r[2].c_str()) + "\"",
 							  "Run CREATE EXTENSION pg_fence; in that database (as a superuser)."};
@@ -1065,7 +1066,8 @@ Status(const std::vector<std::string> &args)
 						  "to_char(expires_at, 'YYYY-MM-DD HH24:MI:SS.MS TZ'), "
 						  "CASE WHEN expired THEN 'yes' WHEN expired IS NOT NULL THEN 'no' END, waiters "
 						  "FROM fence.locks WHERE $1::text IS NULL OR name = $1 ORDER BY name, kind, token";
-	pqxx::result res = name ? tx.exec_params(q, *name) : tx.exec_params(q, nullptr);
+	pqxx::result res =
+		name ? fence::pqxx_compat::ExecParams(tx, q, *name) : fence::pqxx_compat::ExecParams(tx, q, nullptr);
 	const std::vector<std::string> head = {"name", "kind", "token", "pid", "holder", "granted_at", "expires_at",
 										   "expired", "waiters"};
 	std::vector<std::vector<std::string>> rows;

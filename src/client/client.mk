@@ -22,7 +22,8 @@ CLIENT_PC        = pg_fence.pc
 
 all: $(CLIENT_LIB) $(CLIENT_PC)
 
-src/client/%.o: src/client/%.cpp $(CLIENT_HEADERS) src/client/internal.hpp src/client/client.mk
+src/client/%.o: src/client/%.cpp $(CLIENT_HEADERS) src/client/internal.hpp src/client/pqxx_compat.hpp \
+                 src/client/client.mk
 	$(CLIENT_CXX) $(CLIENT_CXXFLAGS) -c -o $@ $<
 
 $(CLIENT_LIB): $(CLIENT_OBJS)

@@ -19,6 +19,8 @@
 #include <pqxx/except>
 #include <pqxx/dbtransaction>
 
+#include "pqxx_compat.hpp"
+
 namespace fence {
 
 const char *
@@ -124,8 +126,8 @@ static bool
 CallFencedUpdate(pqxx::transaction_base &tx, std::string_view table, const std::string &key, std::int64_t token,
 				 const std::string &changes, const FencedUpdateOptions &options)
 {
-	pqxx::row row = tx.exec_params1(
-		"SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)", std::string(table),
+	pqxx::row row = pqxx_compat::ExecParams1(
+		tx, "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)", std::string(table),
 		key, token, changes, options.fence_column, options.allow_equal);
 	if (row[0].is_null())
 		throw pqxx::unexpected_rows("pg_fence: fence.fenced_update returned NULL");
@@ -152,23 +154,25 @@ fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &
 	{
 		/*
 		 * A savepoint, so that an error (P0002 above all) leaves the caller's
-		 * transaction usable.  Sent with exec(), which also makes libpqxx
-		 * 6.4 open the transaction (BEGIN) if this is its first statement:
-		 * its exec_params() does not.
+		 * transaction usable.  Sent without parameters (exec()), which also
+		 * makes libpqxx 6.4 open the transaction (BEGIN) if this is its
+		 * first statement: its exec_params() does not.  (libpqxx 7 sends
+		 * BEGIN when the transaction object is made.)
 		 */
-		tx.exec0("SAVEPOINT pg_fence_fenced_update");
+		pqxx_compat::Exec0(tx, "SAVEPOINT pg_fence_fenced_update");
 	}
 	try
 	{
 		bool applied = CallFencedUpdate(tx, table, key_json, token, changes_json, options);
 		if (in_block)
-			tx.exec0("RELEASE SAVEPOINT pg_fence_fenced_update");
+			pqxx_compat::Exec0(tx, "RELEASE SAVEPOINT pg_fence_fenced_update");
 		return applied ? UpdateResult::kApplied : UpdateResult::kStale;
 	}
 	catch (const pqxx::sql_error &e)
 	{
 		if (in_block)
-			tx.exec0("ROLLBACK TO SAVEPOINT pg_fence_fenced_update; RELEASE SAVEPOINT pg_fence_fenced_update");
+			pqxx_compat::Exec0(tx, "ROLLBACK TO SAVEPOINT pg_fence_fenced_update; "
+								   "RELEASE SAVEPOINT pg_fence_fenced_update");
 		if (e.sqlstate() == "P0002") /* no_data_found: no row matches the key */
 			return UpdateResult::kMissing;
 		throw;

@@ -49,6 +49,7 @@
 #include <pqxx/transaction>
 
 #include "internal.hpp"
+#include "pqxx_compat.hpp"
 
 namespace fence {
 
@@ -230,8 +231,8 @@ LeaseImpl::RenewerLoop() noexcept
 		{
 			pqxx::work tx(*conn, "fence.lease_renew");
 			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row = tx.exec_params1("SELECT fence.lease_renew($1, $2, $3::interval)", name, token,
-											client_internal::IntervalLiteral(ttl));
+			pqxx::row row = pqxx_compat::ExecParams1(tx, "SELECT fence.lease_renew($1, $2, $3::interval)", name,
+													 token, client_internal::IntervalLiteral(ttl));
 			renewed = !row[0].is_null() && row[0].as<bool>();
 			tx.commit();
 		}
@@ -358,10 +359,7 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std
 	impl->on_lost = std::move(options.on_lost);
 	impl->conn = std::make_unique<pqxx::connection>(conninfo);
 	/* A silently re-established connection must not hide a broken one. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-	impl->conn->inhibit_reactivation(true);
-#pragma GCC diagnostic pop
+	pqxx_compat::NoReactivation(*impl->conn);
 	impl->backend_pid = impl->conn->backendpid();
 	impl->sock_dup = ::dup(impl->conn->sock());
 	if (impl->sock_dup < 0)
@@ -375,10 +373,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std
 		pqxx::work tx(*impl->conn, "fence.lease_acquire");
 		tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(ttl));
 		pqxx::row row = impl->holder.empty()
-							? tx.exec_params1("SELECT fence.lease_acquire($1, $2::interval)", name,
-											  client_internal::IntervalLiteral(ttl))
-							: tx.exec_params1("SELECT fence.lease_acquire($1, $2::interval, $3)", name,
-											  client_internal::IntervalLiteral(ttl), impl->holder);
+							? pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name,
+													   client_internal::IntervalLiteral(ttl))
+							: pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval, $3)",
+													   name, client_internal::IntervalLiteral(ttl), impl->holder);
 		tx.commit();
 		if (!row[0].is_null())
 		{
@@ -478,7 +476,8 @@ Lease::release()
 		{
 			pqxx::work tx(*im.conn, "fence.lease_release");
 			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row = tx.exec_params1("SELECT fence.lease_release($1, $2)", im.name, im.token);
+			pqxx::row row =
+				pqxx_compat::ExecParams1(tx, "SELECT fence.lease_release($1, $2)", im.name, im.token);
 			released = !row[0].is_null() && row[0].as<bool>();
 			tx.commit();
 		}

@@ -19,29 +19,31 @@
 #include <pqxx/nontransaction>
 
 #include "internal.hpp"
+#include "pqxx_compat.hpp"
 
 namespace fence {
 
 using client_internal::CheckName;
+using pqxx_compat::ExecParams1;
 
-SessionLock::SessionLock(pqxx::connection_base &conn, std::string name, std::int64_t token) noexcept
+SessionLock::SessionLock(pqxx::connection &conn, std::string name, std::int64_t token) noexcept
 	: conn_(&conn), name_(std::move(name)), token_(token), backend_pid_(conn.backendpid())
 {
 }
 
 std::optional<SessionLock>
-SessionLock::try_acquire(pqxx::connection_base &conn, const std::string &name)
+SessionLock::try_acquire(pqxx::connection &conn, const std::string &name)
 {
 	CheckName(name);
 	pqxx::nontransaction tx(conn, "fence.try_lock");
-	pqxx::row row = tx.exec_params1("SELECT fence.try_lock($1)", name);
+	pqxx::row row = ExecParams1(tx, "SELECT fence.try_lock($1)", name);
 	if (row[0].is_null())
 		return std::nullopt;
 	return SessionLock(conn, name, row[0].as<std::int64_t>());
 }
 
 std::optional<SessionLock>
-SessionLock::try_acquire_for(pqxx::connection_base &conn, const std::string &name, std::chrono::microseconds timeout)
+SessionLock::try_acquire_for(pqxx::connection &conn, const std::string &name, std::chrono::microseconds timeout)
 {
 	CheckName(name);
 	if (timeout <= std::chrono::microseconds::zero())
@@ -49,7 +51,7 @@ SessionLock::try_acquire_for(pqxx::connection_base &conn, const std::string &nam
 	pqxx::nontransaction tx(conn, "fence.lock");
 	try
 	{
-		pqxx::row row = tx.exec_params1("SELECT fence.lock($1, $2::interval)", name,
+		pqxx::row row = ExecParams1(tx, "SELECT fence.lock($1, $2::interval)", name,
 										client_internal::IntervalLiteral(timeout));
 		return SessionLock(conn, name, row[0].as<std::int64_t>());
 	}
@@ -62,11 +64,11 @@ SessionLock::try_acquire_for(pqxx::connection_base &conn, const std::string &nam
 }
 
 SessionLock
-SessionLock::acquire(pqxx::connection_base &conn, const std::string &name)
+SessionLock::acquire(pqxx::connection &conn, const std::string &name)
 {
 	CheckName(name);
 	pqxx::nontransaction tx(conn, "fence.lock");
-	pqxx::row row = tx.exec_params1("SELECT fence.lock($1)", name);
+	pqxx::row row = ExecParams1(tx, "SELECT fence.lock($1)", name);
 	return SessionLock(conn, name, row[0].as<std::int64_t>());
 }
 
@@ -106,12 +108,12 @@ SessionLock::release()
 {
 	if (conn_ == nullptr)
 		return false;
-	pqxx::connection_base &conn = *std::exchange(conn_, nullptr);
+	pqxx::connection &conn = *std::exchange(conn_, nullptr);
 	/* Another session (after a reconnect) must not unlock: it holds nothing. */
 	if (!conn.is_open() || conn.backendpid() != backend_pid_)
 		return false;
 	pqxx::nontransaction tx(conn, "fence.unlock");
-	pqxx::row row = tx.exec_params1("SELECT fence.unlock($1, $2)", name_, token_);
+	pqxx::row row = ExecParams1(tx, "SELECT fence.unlock($1, $2)", name_, token_);
 	return !row[0].is_null() && row[0].as<bool>();
 }
 

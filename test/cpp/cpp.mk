@@ -6,9 +6,17 @@
 #                        PGPORT... pointing at a cluster with pg_fence
 #                        installed, e.g. under scripts/temp-cluster.sh)
 #
-# Catch2 v2 (Debian package catch2, single header <catch2/catch.hpp>) and
-# libpqxx (libpqxx-dev).  test/cpp/main.cpp is the only translation unit that
-# compiles Catch2's implementation (slow); it is rebuilt only when it changes.
+# Catch2 (Debian package catch2) and libpqxx (libpqxx-dev), either major:
+#  - Catch2 v2 (bookworm: single header <catch2/catch.hpp>, header-only) or
+#    v3 (trixie: <catch2/catch_test_macros.hpp>..., library libCatch2.a).
+#    test/cpp/catch2_compat.hpp includes the right header; with v3 the test
+#    binary links -lCatch2 (CPPTEST_CATCH2_LIBS; override it when Catch2 v3
+#    lives elsewhere, e.g. CPPTEST_CATCH2_LIBS="-L/opt/catch2/lib -lCatch2").
+#    test/cpp/main.cpp provides main() for both (v2: CATCH_CONFIG_MAIN, the
+#    only translation unit that compiles Catch2's implementation, slow, so
+#    it holds nothing else; v3: a Catch::Session, no libCatch2Main needed).
+#  - libpqxx 6.4 (bookworm) or 7 (trixie: 7.10): the few calls that differ
+#    go through src/client/pqxx_compat.hpp, hence -Isrc/client.
 # When src/client/client.mk defines CLIENT_LIB (the client static library),
 # the tests link it too.
 
@@ -17,8 +25,13 @@ CPPTEST_SRCS = $(sort $(wildcard test/cpp/*.cpp))
 CPPTEST_OBJS = $(CPPTEST_SRCS:.cpp=.o)
 CPPTEST_CXX = $(CXX)
 CPPTEST_CXXFLAGS = -std=c++17 -O1 -g -Wall -Wextra $(if $(WERROR),-Werror) -pthread
-CPPTEST_CPPFLAGS = -Iinclude -I$(shell $(PG_CONFIG) --includedir)
-CPPTEST_LIBS = -lpqxx -lpq -pthread
+CPPTEST_CPPFLAGS = -Iinclude -Isrc/client -I$(shell $(PG_CONFIG) --includedir)
+# Catch2 v3 when the compiler finds its headers (the same test as
+# catch2_compat.hpp's __has_include); expanded only when the tests are linked.
+CPPTEST_CATCH2_V3 = $(shell printf '\043if __has_include(<catch2/catch_test_macros.hpp>)\nv3\n\043endif\n' | \
+	$(CPPTEST_CXX) $(CPPTEST_CXXFLAGS) $(CPPTEST_CPPFLAGS) -E -P -x c++ - 2>/dev/null)
+CPPTEST_CATCH2_LIBS = $(if $(findstring v3,$(CPPTEST_CATCH2_V3)),-lCatch2)
+CPPTEST_LIBS = $(CPPTEST_CATCH2_LIBS) -lpqxx -lpq -pthread
 
 ifdef CLIENT_LIB
 CPPTEST_DEPS = $(CLIENT_LIB)

@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <unistd.h>
 
@@ -23,6 +23,11 @@
 #include <pqxx/pqxx>
 
 #include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
+
+using fence::pqxx_compat::Exec1;
+using fence::pqxx_compat::ExecParams;
+using fence::pqxx_compat::ExecParams1;
 
 namespace {
 
@@ -46,7 +51,7 @@ Setup(pqxx::connection &c)
 	tx.exec("INSERT INTO " + t + " (region, id, note) VALUES ('eu', 1, 'start'), ('us', 1, 'start')");
 	try
 	{
-		tx.exec_params("SELECT fence.fenced_update($1::regclass, '{\"region\":\"none\",\"id\":0}', 1, '{}')", t);
+		ExecParams(tx, "SELECT fence.fenced_update($1::regclass, '{\"region\":\"none\",\"id\":0}', 1, '{}')", t);
 	}
 	catch (const pqxx::sql_error &e)
 	{
@@ -63,9 +68,10 @@ pqxx::row
 Row(pqxx::connection &c, const std::string &region, int id)
 {
 	pqxx::nontransaction tx(c);
-	return tx.exec_params1("SELECT note, amount::text, fence, f, at FROM " + TableName() +
-							   " WHERE region = $1 AND id = $2",
-						   region, id);
+	return ExecParams1(tx,
+					   "SELECT note, amount::text, fence, f, at FROM " + TableName() +
+						   " WHERE region = $1 AND id = $2",
+					   region, id);
 }
 
 } // namespace
@@ -109,7 +115,7 @@ TEST_CASE("fenced_update: applied, stale, equal, missing", "[client][fenced_upda
 		/* Missing row: kMissing, and the transaction is still usable. */
 		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 99}}, 11, {{"note", "x"}}) ==
 			  fence::UpdateResult::kMissing);
-		CHECK(tx.exec1("SELECT 1")[0].as<int>() == 1);
+		CHECK(Exec1(tx, "SELECT 1")[0].as<int>() == 1);
 		tx.commit();
 	}
 	pqxx::row r = Row(c, "eu", 1);
@@ -202,7 +208,7 @@ TEST_CASE("fenced_update: errors", "[client][fenced_update]")
 		fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 50, {{"amount", "not a number"}});
 	}) == "22P02");
 	/* Every error ran in a savepoint: the transaction goes on, and nothing was written. */
-	CHECK(tx.exec_params1("SELECT fence FROM " + t + " WHERE region = 'eu' AND id = 1")[0].as<std::int64_t>() == 0);
+	CHECK(Exec1(tx, "SELECT fence FROM " + t + " WHERE region = 'eu' AND id = 1")[0].as<std::int64_t>() == 0);
 	tx.commit();
 }
 

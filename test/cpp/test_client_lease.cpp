@@ -15,7 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -29,6 +29,11 @@
 #include <pqxx/pqxx>
 
 #include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
+
+using fence::pqxx_compat::Exec1;
+using fence::pqxx_compat::ExecParams;
+using fence::pqxx_compat::ExecParams1;
 
 namespace {
 
@@ -42,7 +47,7 @@ LeasesAvailable()
 	pqxx::connection c("");
 	pqxx::nontransaction tx(c);
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-	return !tx.exec1("SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")[0].as<bool>();
+	return !Exec1(tx, "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")[0].as<bool>();
 }
 
 #define REQUIRE_LEASES()                                                        \
@@ -80,7 +85,7 @@ std::optional<std::int64_t>
 AcquireRaw(pqxx::connection &c, const std::string &name, const char *ttl = "10 seconds")
 {
 	pqxx::nontransaction tx(c);
-	pqxx::row r = tx.exec_params1("SELECT fence.lease_acquire($1, $2::interval)", name, std::string(ttl));
+	pqxx::row r = ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name, std::string(ttl));
 	if (r[0].is_null())
 		return std::nullopt;
 	return r[0].as<std::int64_t>();
@@ -136,9 +141,10 @@ TEST_CASE("Lease: excludes others, survives past its TTL by renewing, releases",
 	CHECK_FALSE(AcquireRaw(other, name).has_value());
 	{
 		pqxx::nontransaction tx(other);
-		pqxx::row r = tx.exec_params1("SELECT token, holder, expires_at > clock_timestamp() FROM fence.leases "
-									  "WHERE name = $1",
-									  name);
+		pqxx::row r = ExecParams1(tx,
+								  "SELECT token, holder, expires_at > clock_timestamp() FROM fence.leases "
+								  "WHERE name = $1",
+								  name);
 		CHECK(r[0].as<std::int64_t>() == lease->token());
 		CHECK(r[1].as<std::string>() == "catch2 renew test");
 		CHECK(r[2].as<bool>());
@@ -209,7 +215,7 @@ TEST_CASE("Lease: loss is detected within the TTL when its connection is termina
 	{
 		pqxx::connection admin("");
 		pqxx::nontransaction tx(admin);
-		CHECK(tx.exec_params1("SELECT pg_terminate_backend($1, 5000)", lease->backend_pid())[0].as<bool>());
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", lease->backend_pid())[0].as<bool>());
 	}
 	/* The next renewal (every 500 ms) fails: lost well before the TTL. */
 	REQUIRE(WaitFor([&] { return lease->lost(); }, 1500ms));
@@ -254,7 +260,7 @@ TEST_CASE("Lease: without renewals it is lost at its local deadline, before anot
 	CHECK_FALSE(lease->release());
 	/* The new holder's lease was not touched by the old holder's release. */
 	pqxx::nontransaction tx(other);
-	CHECK(tx.exec_params1("SELECT token FROM fence.leases WHERE name = $1", name)[0].as<std::int64_t>() == *taken);
+	CHECK(ExecParams1(tx, "SELECT token FROM fence.leases WHERE name = $1", name)[0].as<std::int64_t>() == *taken);
 }
 
 TEST_CASE("Lease: a refused renewal (expired and taken over) is a loss", "[client][lease]")
@@ -270,9 +276,10 @@ TEST_CASE("Lease: a refused renewal (expired and taken over) is a loss", "[clien
 	{
 		/* Expire it on the server (as a superuser), then take it over. */
 		pqxx::nontransaction tx(admin);
-		tx.exec_params("UPDATE fence.leases SET expires_at = clock_timestamp() - interval '1 second' "
-					   "WHERE name = $1",
-					   name);
+		ExecParams(tx,
+				   "UPDATE fence.leases SET expires_at = clock_timestamp() - interval '1 second' "
+				   "WHERE name = $1",
+				   name);
 	}
 	auto taken = AcquireRaw(admin, name);
 	REQUIRE(taken.has_value());

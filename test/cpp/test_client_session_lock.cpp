@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <chrono>
 #include <stdexcept>
@@ -23,6 +23,10 @@
 #include <pqxx/pqxx>
 
 #include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
+
+using fence::pqxx_compat::Exec1;
+using fence::pqxx_compat::ExecParams1;
 
 namespace {
 
@@ -126,7 +130,7 @@ TEST_CASE("SessionLock: release() reports, and is idempotent", "[client][session
 	REQUIRE(lb.has_value());
 	{
 		pqxx::nontransaction tx(a);
-		CHECK(tx.exec1("SELECT fence.unlock_all()")[0].as<int>() >= 1);
+		CHECK(Exec1(tx, "SELECT fence.unlock_all()")[0].as<int>() >= 1);
 	}
 	CHECK_FALSE(lb->release());
 }
@@ -164,7 +168,7 @@ TEST_CASE("SessionLock: try_acquire_for times out, or gets the lock when it is r
 	/* The connection is still usable after the 55P03. */
 	{
 		pqxx::nontransaction tx(b);
-		CHECK(tx.exec1("SELECT 1")[0].as<int>() == 1);
+		CHECK(Exec1(tx, "SELECT 1")[0].as<int>() == 1);
 	}
 
 	std::thread releaser([&] {
@@ -207,7 +211,7 @@ TEST_CASE("SessionLock: a terminated session frees the lock; the destructor does
 	{
 		pqxx::connection admin("");
 		pqxx::nontransaction tx(admin);
-		CHECK(tx.exec_params1("SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
 	}
 	CHECK(FreeElsewhere(name));
 	/* The holder finds out on its next use of the connection. */

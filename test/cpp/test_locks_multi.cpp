@@ -32,8 +32,15 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <pqxx/pqxx>
+
+#include "pqxx_compat.hpp"
+
+using fence::pqxx_compat::Exec1;
+using fence::pqxx_compat::ExecParams;
+using fence::pqxx_compat::ExecParams0;
+using fence::pqxx_compat::ExecParams1;
 
 namespace {
 
@@ -46,8 +53,8 @@ TestConninfo()
 	static const std::string conninfo = [] {
 		pqxx::connection admin{""};
 		pqxx::nontransaction tx{admin};
-		if (tx.exec_params("SELECT 1 FROM pg_catalog.pg_database WHERE datname = $1",
-						   kTestDatabase).empty())
+		if (ExecParams(tx, "SELECT 1 FROM pg_catalog.pg_database WHERE datname = $1",
+					   kTestDatabase).empty())
 			tx.exec(std::string("CREATE DATABASE ") + tx.quote_name(kTestDatabase));
 		std::string ci = std::string("dbname=") + kTestDatabase;
 		pqxx::connection c{ci};
@@ -71,7 +78,7 @@ std::optional<int64_t>
 TryLock(pqxx::connection &c, const std::string &name)
 {
 	pqxx::nontransaction tx{c};
-	pqxx::row r = tx.exec_params1("SELECT fence.try_lock($1)", name);
+	pqxx::row r = ExecParams1(tx, "SELECT fence.try_lock($1)", name);
 	if (r[0].is_null())
 		return std::nullopt;
 	return r[0].as<int64_t>();
@@ -81,7 +88,7 @@ bool
 Unlock(pqxx::connection &c, const std::string &name, int64_t token)
 {
 	pqxx::nontransaction tx{c};
-	return tx.exec_params1("SELECT fence.unlock($1, $2)", name, token)[0].as<bool>();
+	return ExecParams1(tx, "SELECT fence.unlock($1, $2)", name, token)[0].as<bool>();
 }
 
 /* Poll try_lock until it grants (the old backend may take a moment to exit). */
@@ -124,7 +131,7 @@ TEST_CASE("four connections racing try_lock/unlock: one holder at a time, tokens
 				" id bigserial PRIMARY KEY,"
 				" holders integer NOT NULL DEFAULT 0,"
 				" grants bigint NOT NULL DEFAULT 0)");
-		row_id = tx.exec1("INSERT INTO public.catch2_race DEFAULT VALUES RETURNING id")[0].as<int64_t>();
+		row_id = Exec1(tx, "INSERT INTO public.catch2_race DEFAULT VALUES RETURNING id")[0].as<int64_t>();
 	}
 
 	std::mutex	mu;
@@ -145,7 +152,7 @@ TEST_CASE("four connections racing try_lock/unlock: one holder at a time, tokens
 			int			mine = 0;
 			for (int attempt = 0; attempt < kMaxAttempts && mine < kGrantsPerWorker; attempt++)
 			{
-				pqxx::row r = tx.exec_params1("SELECT fence.try_lock($1)", name);
+				pqxx::row r = ExecParams1(tx, "SELECT fence.try_lock($1)", name);
 				if (r[0].is_null())
 				{
 					busy++;
@@ -154,15 +161,15 @@ TEST_CASE("four connections racing try_lock/unlock: one holder at a time, tokens
 				int64_t		token = r[0].as<int64_t>();
 
 				/* Inside the critical section: count holders and grants. */
-				pqxx::row in = tx.exec_params1(
+				pqxx::row in = ExecParams1(tx,
 					"UPDATE public.catch2_race SET holders = holders + 1, grants = grants + 1"
 					" WHERE id = $1 RETURNING holders, grants", row_id);
 				int			holders = in[0].as<int>();
 				int64_t		seq = in[1].as<int64_t>();
 
-				tx.exec_params0("UPDATE public.catch2_race SET holders = holders - 1 WHERE id = $1",
-								row_id);
-				bool		released = tx.exec_params1("SELECT fence.unlock($1, $2)", name, token)[0].as<bool>();
+				ExecParams0(tx, "UPDATE public.catch2_race SET holders = holders - 1 WHERE id = $1",
+							row_id);
+				bool		released = ExecParams1(tx, "SELECT fence.unlock($1, $2)", name, token)[0].as<bool>();
 
 				std::lock_guard<std::mutex> g(mu);
 				grants.push_back(Grant{seq, token, id});
@@ -258,7 +265,7 @@ TEST_CASE("a transaction lock held in an open transaction is freed when the conn
 	{
 		pqxx::connection holder{conninfo};
 		pqxx::work	tx{holder};
-		pqxx::row	r = tx.exec_params1("SELECT fence.try_xact_lock($1)", name);
+		pqxx::row	r = ExecParams1(tx, "SELECT fence.try_xact_lock($1)", name);
 		REQUIRE_FALSE(r[0].is_null());
 		first = r[0].as<int64_t>();
 		REQUIRE_FALSE(TryLock(other, name).has_value());
@@ -284,8 +291,8 @@ TEST_CASE("pg_terminate_backend of the holder frees its session lock", "[locks][
 	{
 		pqxx::nontransaction tx{other};
 		/* waits (up to 10 s) until the backend is gone */
-		REQUIRE(tx.exec_params1("SELECT pg_catalog.pg_terminate_backend($1, 10000)",
-								holder.backendpid())[0].as<bool>());
+		REQUIRE(ExecParams1(tx, "SELECT pg_catalog.pg_terminate_backend($1, 10000)",
+							holder.backendpid())[0].as<bool>());
 	}
 
 	auto		token = TryLockWithin(other, name, std::chrono::seconds(10));
