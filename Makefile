@@ -70,13 +70,15 @@ test-versions:
 	bash scripts/test-versions.sh
 
 # Benchmarks (bench/README.md): extra packages (redis-server, hiredis), then
-# every scenario on a throwaway cluster with fsync on.
+# every scenario on a throwaway cluster with fsync on, then the grant and
+# write paths with and without the preload (bench/configs.sh).
 bench:
 	@bash scripts/install-deps.sh --bench
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) bench-tools
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
+	bash bench/configs.sh
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).
