@@ -19,7 +19,8 @@
 #
 # Environment: BENCH_SECONDS [4], BENCH_CLIENTS ["1 8"], BENCH_ROUNDS [3]
 # (best of), BENCH_CONFIGS ["preloaded extension"], BENCH_CONFIG_RESULTS
-# [bench/results-configs.md].  PG_CONFIG picks the server, as for make test.
+# [bench/results-configs-pgMAJOR.md].  PG_CONFIG picks the server, as for
+# make test (results for 17 come from the trixie chroot: README "Benchmarks").
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -27,7 +28,8 @@ T=${BENCH_SECONDS:-4}
 CLIENTS=${BENCH_CLIENTS:-"1 8"}
 ROUNDS=${BENCH_ROUNDS:-3}
 CONFIGS=${BENCH_CONFIGS:-"preloaded extension"}
-RESULTS=${BENCH_CONFIG_RESULTS:-$HERE/results-configs.md}
+MAJOR=$("${PG_CONFIG:-pg_config}" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+RESULTS=${BENCH_CONFIG_RESULTS:-$HERE/results-configs-pg$MAJOR.md}
 DOCS=10000
 
 # ---------------------------------------------------------------------------
