@@ -40,20 +40,10 @@ MIRROR=http://deb.debian.org/debian
 SECURITY_MIRROR=http://deb.debian.org/debian-security
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PG_MAJOR=17
-# Keep in step with scripts/install-deps.sh (which is then a no-op inside).
-packages=(
-	"postgresql-$PG_MAJOR"                   # server: initdb, postgres, pg_ctl
-	"postgresql-server-dev-$PG_MAJOR"        # PGXS, server headers, pg_isolation_regress
-	"postgresql-$PG_MAJOR-pgtap"             # pgTAP
-	libtap-parser-sourcehandler-pgtap-perl   # pg_prove
-	libpq-dev
-	libpqxx-dev                              # C++ client library
-	catch2                                   # C++ tests
-	g++
-	make
-	util-linux                               # runuser
-	procps                                   # ps/pkill used by tests
-)
+# The packages are install-deps.sh's for this major, so that it is a no-op
+# inside (make test runs it there).
+mapfile -t packages < <(PG_MAJOR=$PG_MAJOR bash "$(dirname "$0")/install-deps.sh" --list)
+[ ${#packages[@]} -gt 0 ] || { echo "provision-trixie: no package list from install-deps.sh" >&2; exit 1; }
 # Bump when the way the chroot is built changes, to rebuild existing ones.
 BUILD_VERSION=1
 

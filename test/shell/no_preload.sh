@@ -19,18 +19,7 @@ if [ -z "${FENCE_NO_PRELOAD_INNER:-}" ]; then
 	FENCE_PRELOAD= FENCE_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
 fi
 
-fail=0
-check() {	# check NAME EXPECTED ACTUAL
-	if [ "$2" == "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1"
-		echo "  expected: $2"
-		echo "  actual:   $3"
-		fail=1
-	fi
-}
-q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+source test/shell/lib/check.sh
 
 check "no shared_preload_libraries" "" "$(q -c 'SHOW shared_preload_libraries')"
 version=$(q -c 'SHOW server_version_num')

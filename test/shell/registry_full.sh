@@ -11,18 +11,7 @@ if [ -z "${FENCE_REGISTRY_FULL_INNER:-}" ]; then
 		exec bash scripts/temp-cluster.sh bash "$0"
 fi
 
-fail=0
-check() {	# check NAME EXPECTED ACTUAL
-	if [ "$2" == "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1"
-		echo "  expected: $2"
-		echo "  actual:   $3"
-		fail=1
-	fi
-}
-q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+source test/shell/lib/check.sh
 
 check "fence.max_locks" "16" "$(q -c 'SHOW fence.max_locks')"
 q -c 'CREATE EXTENSION pg_fence'

@@ -16,18 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-fail=0
-check() {	# check NAME EXPECTED ACTUAL
-	if [ "$2" == "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1"
-		echo "  expected: $2"
-		echo "  actual:   $3"
-		fail=1
-	fi
-}
-q() { psql -X -A -t -q -v ON_ERROR_STOP=1 "$@"; }
+source test/shell/lib/check.sh
 
 DB=fence_features
 dropdb --if-exists "$DB" >/dev/null 2>&1

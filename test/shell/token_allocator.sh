@@ -12,6 +12,7 @@
 # nextval() one by one (covered by token_durability.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib/crash_env.sh"
+. "$(dirname "$0")/lib/check.sh"
 DB=fence_token_allocator
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 
@@ -38,10 +39,6 @@ END \$\$"
 for s in 1 2 3 4; do draw "$s" & done
 wait
 
-fail=0
-check() {	# check NAME EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected '$2', got '$3'"; fail=1; fi
-}
 check "12000 tokens drawn" 12000 "$(q -c 'SELECT count(*) FROM toks')"
 check "every token unique" 12000 "$(q -c 'SELECT count(DISTINCT token) FROM toks')"
 check "each session's tokens increase" 0 "$(q -c '
