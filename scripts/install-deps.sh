@@ -3,10 +3,11 @@
 # and run its demo.  Idempotent: installs only what is missing, and does
 # nothing (not even apt-get update) when everything is there.
 #
-# Usage: scripts/install-deps.sh [--bench] [--print | --list]
+# Usage: scripts/install-deps.sh [--bench] [--style] [--print | --list]
 #   --bench   also the packages only the benchmarks need (make bench):
 #             redis-server (the alternative lock service compared against)
 #             and libhiredis-dev (its C client, for bench/redis_path.cpp)
+#   --style   also clang-format (scripts/check-style.sh)
 #   --print   list the packages that would be installed, install nothing
 #   --list    list every package needed, installed or not (used by
 #             scripts/provision-trixie.sh for the PostgreSQL 17 chroot)
@@ -33,16 +34,21 @@ packages=(
 print_only=false
 list_all=false
 bench=false
+style=false
 for arg in "$@"; do
 	case $arg in
 		--print) print_only=true ;;
 		--list) list_all=true ;;
 		--bench) bench=true ;;
-		*) echo "usage: $0 [--bench] [--print | --list]" >&2; exit 2 ;;
+		--style) style=true ;;
+		*) echo "usage: $0 [--bench] [--style] [--print | --list]" >&2; exit 2 ;;
 	esac
 done
 if $bench; then
 	packages+=(redis-server libhiredis-dev)
+fi
+if $style; then
+	packages+=(clang-format)
 fi
 if $list_all; then
 	printf '%s\n' "${packages[@]}"

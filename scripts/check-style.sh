@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# check-style.sh - the rules of the house that a machine can check, so that
+# no reviewer has to:
+#
+#   1. every C++ source and header is formatted as .clang-format says
+#      (PostgreSQL's layout, as far as clang-format can express pgindent's:
+#      tabs of width 4, braces on their own lines, the return type of a
+#      definition on its own line, no include sorting);
+#   2. server code (src/*.cpp, include/ext/*.hpp) names nothing from std::
+#      outside include/ext/boundary.hpp, the one place where C++ exceptions
+#      meet PostgreSQL's errors: a std:: object alive in a frame that a
+#      PostgreSQL ERROR longjmps through would never be destroyed
+#      (include/ext/boundary.hpp, STYLE.md P7).
+#
+# Usage: scripts/check-style.sh [--fix]
+#   --fix   reformat the files in place instead of failing on them
+# Installs clang-format (Debian's, scripts/install-deps.sh --style) if it
+# is missing.  Exit status 0 only when both rules hold.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fix=false
+case ${1:-} in
+	--fix) fix=true ;;
+	"") ;;
+	*) echo "usage: $0 [--fix]" >&2; exit 2 ;;
+esac
+
+command -v clang-format >/dev/null 2>&1 || bash scripts/install-deps.sh --style
+
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- \
+	'*.cpp' '*.hpp' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+status=0
+
+if $fix; then
+	clang-format -i "${files[@]}"
+else
+	bad=()
+	for f in "${files[@]}"; do
+		clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+	done
+	if [ ${#bad[@]} -gt 0 ]; then
+		echo "check-style: not formatted as .clang-format says (run scripts/check-style.sh --fix):"
+		printf '  %s\n' "${bad[@]}"
+		status=1
+	fi
+fi
+
+# Server code: std:: only in the boundary header.
+if std_uses=$(grep -n 'std::' src/*.cpp src/pg/*.cpp include/ext/*.hpp 2>/dev/null |
+	grep -v '^include/ext/boundary\.hpp:'); then
+	echo "check-style: std:: in server code outside include/ext/boundary.hpp:"
+	printf '  %s\n' "$std_uses"
+	status=1
+fi
+
+[ "$status" -eq 0 ] && echo "check-style: ${#files[@]} files formatted; no std:: in server code outside the boundary"
+exit "$status"
