@@ -132,13 +132,11 @@ InitBlock(SharedBlock *b, int capacity)
 	r->free_head = 0;
 }
 
-#if FENCE_HAVE_NAMED_DSM
 void
 InitNamedBlock(void *ptr)
 {
 	InitBlock(static_cast<SharedBlock *>(ptr), kDefaultMaxLocks);
 }
-#endif
 
 void
 ShmemRequest()
@@ -181,7 +179,7 @@ InitShmem()
 {
 	if (!process_shared_preload_libraries_in_progress)
 	{
-		mode = FENCE_HAVE_NAMED_DSM ? ShmemMode::kNamedSegment : ShmemMode::kNone;
+		mode = compat::kHaveNamedSegments ? ShmemMode::kNamedSegment : ShmemMode::kNone;
 		return;
 	}
 
@@ -213,12 +211,10 @@ AttachShared()
 {
 	if (block == nullptr && mode == ShmemMode::kNamedSegment)
 	{
-#if FENCE_HAVE_NAMED_DSM
 		bool		found;
 
 		block = static_cast<SharedBlock *>(
 			compat::NamedSegment(kBlockName, BlockSize(kDefaultMaxLocks), InitNamedBlock, &found));
-#endif
 	}
 	RegisterTranche();
 	return block != nullptr;

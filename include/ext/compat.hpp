@@ -48,9 +48,6 @@ extern "C" {
 #error "pg_fence needs PostgreSQL 15 or later"
 #endif
 
-/* Named DSM segments and custom wait events (17+). */
-#define FENCE_HAVE_NAMED_DSM (PG_VERSION_NUM >= 170000)
-
 /*
  * The module magic block: with the library's name and version on 18+
  * (shown by pg_get_loaded_modules()).  PG_FENCE_VERSION comes from the
@@ -181,17 +178,24 @@ EndCustomWait(uint32 event)
 #endif
 }
 
-#if FENCE_HAVE_NAMED_DSM
+/* Are there named DSM segments (dsm_registry.c, 17+)? */
+constexpr bool kHaveNamedSegments = PG_VERSION_NUM >= 170000;
+
 /*
  * Attach to (or create and initialise) the named DSM segment: init runs once
- * per server life, under the registry's lock.  Raises ERROR on failure.
+ * per server life, under the registry's lock.  Raises ERROR on failure, and
+ * always before 17 (callers check kHaveNamedSegments first).
  */
 inline void *
 NamedSegment(const char *name, size_t size, void (*init)(void *), bool *found)
 {
+#if PG_VERSION_NUM >= 170000
 	return GetNamedDSMSegment(name, size, init, found);
-}
+#else
+	elog(ERROR, "named DSM segments need PostgreSQL 17 or later");
+	return nullptr;
 #endif
+}
 
 /*
  * A custom wait event ("Extension" type) named name, the same in every
