@@ -65,8 +65,8 @@
  */
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
-#include "ext/guard.hpp"
 #include "ext/messages.hpp"
+#include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -805,7 +805,7 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	 * write on behalf of the same holder.  The caller's fence.token is not
 	 * touched.
 	 */
-	volatile PresentedToken previous = PushPresentedToken(token);
+	volatile PushedToken previous = PushPresentedToken(token);
 	volatile int rc = 0;
 
 	PG_TRY();

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * guard.cpp
- *	  Fenced writes for every client: the fence.token setting, the guard
- *	  trigger function fence.guard_trigger(), and fence.guard /
- *	  fence.unguard, which install and remove it.
+ *	  Fenced writes for every client: the guard trigger function
+ *	  fence.guard_trigger(), and fence.guard / fence.unguard, which install
+ *	  and remove it.
  *
  * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
  * "fence_guard" that runs fence.guard_trigger('<fence column>').  For each
@@ -12,8 +12,10 @@
  *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
  *	   presents the new value;
  *	 - otherwise (an UPDATE that leaves the fence column unchanged, any
- *	   DELETE) the write presents fence.token, if the current transaction set
- *	   it (see guard.hpp), and an UPDATE then stamps the row's fence with it.
+ *	   DELETE) the write presents the token of a running fence.fenced_update
+ *	   or fence.token set in the current transaction (TokenPresentedByWrite,
+ *	   presented_token.hpp), and an UPDATE then stamps the row's fence with
+ *	   it.
  *
  * The write goes ahead iff the token is not lower than the row's current
  * fence (a NULL fence accepts any token); a lower one raises FN001, none
@@ -44,6 +46,7 @@
 #include "ext/boundary.hpp"
 #include "ext/compat.hpp"
 #include "ext/messages.hpp"
+#include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -59,8 +62,6 @@ extern "C" {
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
-#include "utils/guc.h"
-#include "utils/guc_tables.h"
 }
 
 #define ERRCODE_FENCE_STALE_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '1')
@@ -69,103 +70,6 @@ extern "C" {
 namespace fence {
 
 namespace {
-
-/* The GUC's "extra": the parsed value and the transaction that set it. */
-struct TokenExtra
-{
-	bool		has_token;
-	int64		token;
-	LocalTransactionId lxid;	/* InvalidLocalTransactionId: no transaction */
-};
-
-char	   *token_string = nullptr;
-const TokenExtra *token_current = nullptr;
-
-/* While DefineCustomStringVariable converts a placeholder (see InitGuard). */
-bool		defining_token = false;
-bool		placeholder_set_in_xact = false;
-
-LocalTransactionId
-CurrentLxid()
-{
-	if (MyProc == nullptr || !IsTransactionState())
-		return InvalidLocalTransactionId;
-	return compat::MyLocalXid();
-}
-
-/*
- * Check hook: parse the value and remember the transaction that sets it.
- * The check hook runs only when a new value is set (SET, SET LOCAL,
- * set_config, a function's SET clause, the configuration file, connection
- * options), never when a saved value is restored at (sub)transaction end:
- * restored values come back with their own extra.
- */
-bool
-CheckToken(char **newval, void **extra, GucSource source)
-{
-	const char *s = *newval;
-	int64		value = 0;
-	bool		has = false;
-
-	if (s != nullptr)
-	{
-		while (isspace((unsigned char) *s))
-			s++;
-		if (*s != '\0')
-		{
-			char	   *end;
-
-			errno = 0;
-			value = strtoi64(s, &end, 10);
-			while (isspace((unsigned char) *end))
-				end++;
-			if (errno != 0 || end == s || *end != '\0')
-			{
-				GUC_check_errdetail("fence.token must be a fencing token (a bigint), or empty for none.");
-				return false;
-			}
-			has = true;
-		}
-	}
-
-	/* guc.c frees it: from its own allocator */
-	TokenExtra *e = static_cast<TokenExtra *>(compat::GucExtraAlloc(sizeof(TokenExtra)));
-
-	if (e == nullptr)
-		return false;
-	e->has_token = has;
-	e->token = value;
-	e->lxid = InvalidLocalTransactionId;
-	if (has)
-	{
-		/*
-		 * When the library is loaded after the session SET fence.token (no
-		 * shared_preload_libraries), the placeholder's values (the session
-		 * value and each saved level) are applied again here.  None of them
-		 * counts yet: InitGuard then marks the current value alone, if the
-		 * placeholder was set in this transaction.
-		 */
-		if (!defining_token)
-			e->lxid = CurrentLxid();
-	}
-	*extra = e;
-	return true;
-}
-
-void
-AssignToken(const char *newval, void *extra)
-{
-	token_current = static_cast<const TokenExtra *>(extra);
-}
-
-/* Was the placeholder of fence.token set in the current transaction? */
-bool
-PlaceholderSetInTransaction()
-{
-	struct config_generic *gen = compat::FindGuc("fence.token");
-
-	return gen != nullptr && gen->stack != nullptr && IsTransactionState();
-}
 
 /* "schema.table", quoted as needed (palloc'd). */
 char *
@@ -223,13 +127,13 @@ RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 c
 }
 
 /*
- * No token: fence.token is not valid in this transaction (state) and the
- * write presents none of its own.  sets_null: an UPDATE that sets a
- * non-NULL fence to NULL (which presents no token, like an unchanged one).
+ * No token: the write presents none (setting: why fence.token does not
+ * supply one).  sets_null: an UPDATE that sets a non-NULL fence to NULL
+ * (which presents no token, like an unchanged one).
  */
 void
 RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null,
-			 const char *column, TokenState state)
+			 const char *column, TokenSettingState setting)
 {
 	char	   *table = QualifiedName(rel);
 	const char *key = RowDescription(rel, row);
@@ -238,7 +142,7 @@ RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null,
 			(errcode(ERRCODE_FENCE_NO_TOKEN),
 			 errmsg("no fencing token presented for %s of row %s in table %s",
 					is_update ? "UPDATE" : "DELETE", key, table),
-			 state == TokenState::kOtherTransaction
+			 setting == TokenSettingState::kSetInOtherTransaction
 			 ? errdetail("fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
 			 : is_update && sets_null
 			 ? errdetail("The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.", column)
@@ -306,12 +210,15 @@ GuardTrigger(FunctionCallInfo fcinfo)
 			return PointerGetDatum(new_row);
 		}
 
-		/* Otherwise the token comes from fence.token; stamp the row with it. */
+		/*
+		 * Otherwise the write presents its token (fenced_update's or
+		 * fence.token); stamp the row with it.
+		 */
 		int64		token;
-		TokenState	state = CurrentTokenSetting(&token);
+		TokenSettingState setting;
 
-		if (state != TokenState::kValid)
-			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, state);
+		if (!TokenPresentedByWrite(&token, &setting))
+			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
 		if (!old_null && token < current)
 			RaiseStale(rel, old_row, "UPDATE", token, current);
 
@@ -323,10 +230,10 @@ GuardTrigger(FunctionCallInfo fcinfo)
 	}
 
 	int64		token;
-	TokenState	state = CurrentTokenSetting(&token);
+	TokenSettingState setting;
 
-	if (state != TokenState::kValid)
-		RaiseNoToken(rel, old_row, false, false, column, state);
+	if (!TokenPresentedByWrite(&token, &setting))
+		RaiseNoToken(rel, old_row, false, false, column, setting);
 	if (!old_null && token < current)
 		RaiseStale(rel, old_row, "DELETE", token, current);
 	return PointerGetDatum(old_row);
@@ -522,73 +429,6 @@ Unguard(FunctionCallInfo fcinfo)
 }
 
 }							/* namespace */
-
-namespace {
-
-PresentedToken presented = {false, 0};
-
-}							/* namespace */
-
-PresentedToken
-PushPresentedToken(int64 token)
-{
-	PresentedToken previous = presented;
-
-	presented.active = true;
-	presented.token = token;
-	return previous;
-}
-
-void
-PopPresentedToken(const volatile PresentedToken &previous)
-{
-	presented.active = previous.active;
-	presented.token = previous.token;
-}
-
-TokenState
-CurrentTokenSetting(int64 *token)
-{
-	if (presented.active)
-	{
-		*token = presented.token;
-		return TokenState::kValid;
-	}
-	if (token_current == nullptr || !token_current->has_token)
-		return TokenState::kUnset;
-
-	LocalTransactionId lxid = CurrentLxid();
-
-	if (lxid == InvalidLocalTransactionId || token_current->lxid != lxid)
-		return TokenState::kOtherTransaction;
-	*token = token_current->token;
-	return TokenState::kValid;
-}
-
-void
-InitGuard()
-{
-	placeholder_set_in_xact = PlaceholderSetInTransaction();
-	defining_token = true;
-	DefineCustomStringVariable("fence.token",
-							   "Fencing token presented by UPDATE and DELETE of guarded tables.",
-							   "Counts only in the transaction that set it: use SET LOCAL fence.token = <token>. "
-							   "A value set in an earlier transaction is ignored.",
-							   &token_string, "", PGC_USERSET,
-							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
-							   CheckToken, AssignToken, nullptr);
-	defining_token = false;
-
-	/*
-	 * The value in force now was set in this transaction if the placeholder
-	 * had a GUC stack: it counts.  Values saved under it (the session value,
-	 * outer savepoint levels) do not, even when a ROLLBACK TO brings one
-	 * back: ignoring a token set earlier in this transaction only fails
-	 * closed (FN003), counting a leftover one would not.
-	 */
-	if (placeholder_set_in_xact && token_current != nullptr && token_current->has_token)
-		const_cast<TokenExtra *>(token_current)->lxid = CurrentLxid();
-}
 
 }							/* namespace fence */
 

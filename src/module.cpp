@@ -20,9 +20,9 @@
  *-------------------------------------------------------------------------
  */
 #include "ext/compat.hpp"
-#include "ext/guard.hpp"
 #include "ext/locks.hpp"
 #include "ext/shmem.hpp"
+#include "ext/token_setting.hpp"
 
 extern "C" {
 #include "utils/guc.h"
@@ -38,7 +38,7 @@ void
 _PG_init(void)
 {
 	fence::InitLocks();
-	fence::InitGuard();
+	fence::InitTokenSetting();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }
