@@ -8,6 +8,7 @@
  *
  *	 INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE stored <= presented
  *
+ * whose WHERE is the fence rule (fence_rule.hpp) with equal tokens allowed.
  * ON CONFLICT locks the resource's row (or waits for a concurrent inserter
  * to finish), so concurrent calls for one resource serialize: of two calls
  * with tokens 11 and 10, the one applied second sees the first's token.
@@ -25,6 +26,7 @@
  */
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/fence_rule.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -35,6 +37,22 @@ extern "C" {
 namespace fence {
 
 namespace {
+
+/* Presenting a resource's stored token again succeeds (fence_rule.hpp). */
+constexpr bool kAdvanceAllowsEqual = true;
+
+/* The statement that applies the fence rule to the resource's row. */
+char *
+AdvanceSql()
+{
+	return psprintf("INSERT INTO fence.resources AS r (name, token, updated_at) "
+					"VALUES ($1, $2, pg_catalog.clock_timestamp()) "
+					"ON CONFLICT (name) DO UPDATE "
+					"SET token = excluded.token, updated_at = excluded.updated_at "
+					"WHERE %s "
+					"RETURNING r.token",
+					FenceConditionSql("r.token", "excluded.token", kAdvanceAllowsEqual));
+}
 
 Datum
 Advance(FunctionCallInfo fcinfo)
@@ -49,14 +67,7 @@ Advance(FunctionCallInfo fcinfo)
 
 	SPI_connect();
 
-	int			rc = SPI_execute_with_args(
-		"INSERT INTO fence.resources AS r (name, token, updated_at) "
-		"VALUES ($1, $2, pg_catalog.clock_timestamp()) "
-		"ON CONFLICT (name) DO UPDATE "
-		"SET token = excluded.token, updated_at = excluded.updated_at "
-		"WHERE r.token OPERATOR(pg_catalog.<=) excluded.token "
-		"RETURNING r.token",
-		2, types, values, nullptr, false, 0);
+	int			rc = SPI_execute_with_args(AdvanceSql(), 2, types, values, nullptr, false, 0);
 
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));

@@ -14,6 +14,7 @@
  *	  UPDATE rel SET <changes>, fence_column = token
  *	   WHERE <key> AND fence_column < token		(<= with allow_equal)
  *
+ * (its last condition is the fence rule, include/ext/fence_rule.hpp)
  * with the token also presented to guard triggers for the duration of the
  * UPDATE (PushPresentedToken; see RunUpdate),
  * and returns true if it updated the row, false if the row exists but its
@@ -49,6 +50,7 @@
 
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
+#include "ext/fence_rule.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -216,9 +218,10 @@ RequireOnlyMatch(PlanEntry *e, Jsonb *key, Datum *values, char *nulls)
 
 /*
  * The UPDATE changed no row: find out why.  No row (P0002), several rows
- * (21000), a NULL fence (22004), or a row whose fence the token beats but
- * that the UPDATE could not see (P0002 with a detail) raise an error; a
- * stale token is reported (counted and logged) and the call returns false.
+ * (21000), a NULL fence (22004), or a row whose fence accepts the token
+ * (the fence rule, fence_rule.hpp) but that the UPDATE could not see (P0002
+ * with a detail) raise an error; a stale token is reported (counted and
+ * logged) and the call returns false.
  */
 void
 ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nulls)
@@ -241,7 +244,7 @@ ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nu
 				 errmsg("fence column \"%s\" is null in the row of relation \"%s\" with key %s",
 						e->fence_column, e->relname, KeyText(key)),
 				 errhint("Declare the fence column NOT NULL DEFAULT 0.")));
-	if (current < token || (e->allow_equal && current == token))
+	if (FenceAccepts({current, false}, token, e->allow_equal))
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("no row of relation \"%s\" matches key %s",

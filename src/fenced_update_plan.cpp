@@ -39,6 +39,8 @@
  */
 #include "ext/fenced_update.hpp"
 
+#include "ext/fence_rule.hpp"
+
 extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
@@ -203,6 +205,10 @@ AppendKeyCondition(StringInfo buf, const PlanEntry *e, const ColumnRef *keys)
 /*
  * UPDATE rel SET <changes>, fence = $token
  *	WHERE <key> AND fence < $token	(<= with allow_equal)
+ *
+ * The last condition is the fence rule (fence_rule.hpp): the executor
+ * applies it to the row it locks, re-checked against the committed row
+ * after waiting for a concurrent writer.
  */
 char *
 UpdateSql(const PlanEntry *e, const UpdateRequest *req)
@@ -218,8 +224,8 @@ UpdateSql(const PlanEntry *e, const UpdateRequest *req)
 						 ChangeParam(i) + 1);
 	appendStringInfo(&sql, "%s = $%d WHERE ", qfence, token_param);
 	AppendKeyCondition(&sql, e, req->keys);
-	appendStringInfo(&sql, " AND %s OPERATOR(pg_catalog.%s) $%d",
-					 qfence, req->allow_equal ? "<=" : "<", token_param);
+	appendStringInfo(&sql, " AND %s",
+					 FenceConditionSql(qfence, psprintf("$%d", token_param), req->allow_equal));
 	return sql.data;
 }
 

@@ -17,9 +17,10 @@
  *	   presented_token.hpp), and an UPDATE then stamps the row's fence with
  *	   it.
  *
- * The write goes ahead iff the token is not lower than the row's current
- * fence (a NULL fence accepts any token); a lower one raises FN001, none
- * FN003.  fence.fenced_update sets fence = token WHERE fence < token, so the
+ * The write goes ahead iff the row's fence accepts the token under the
+ * fence rule (fence_rule.hpp), with equal tokens allowed: the token is not
+ * lower than the row's current fence, or the fence is NULL.  A lower token
+ * raises FN001, none FN003.  fence.fenced_update sets fence = token WHERE fence < token, so the
  * rows it changes present a higher token and pass.  The trigger runs once
  * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
  * UPDATE, MERGE) are checked row by row.
@@ -45,6 +46,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/compat.hpp"
+#include "ext/fence_rule.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -70,6 +72,9 @@ extern "C" {
 namespace fence {
 
 namespace {
+
+/* A guarded row accepts its own fence's token again (fence_rule.hpp). */
+constexpr bool kGuardAllowsEqual = true;
 
 /* "schema.table", quoted as needed (palloc'd). */
 char *
@@ -195,6 +200,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 	HeapTuple	old_row = td->tg_trigtuple;
 	bool		old_null;
 	int64		current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
+	StoredFence fence = {current, old_null};
 
 	if (is_update)
 	{
@@ -205,7 +211,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		/* The UPDATE changes the fence column: the new value is its token. */
 		if (!new_null && (old_null || fresh != current))
 		{
-			if (!old_null && fresh < current)
+			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
 				RaiseStale(rel, old_row, "UPDATE", fresh, current);
 			return PointerGetDatum(new_row);
 		}
@@ -219,7 +225,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 
 		if (!TokenPresentedByWrite(&token, &setting))
 			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
-		if (!old_null && token < current)
+		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 			RaiseStale(rel, old_row, "UPDATE", token, current);
 
 		int			cols[1] = {attnum};
@@ -234,7 +240,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 
 	if (!TokenPresentedByWrite(&token, &setting))
 		RaiseNoToken(rel, old_row, false, false, column, setting);
-	if (!old_null && token < current)
+	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 		RaiseStale(rel, old_row, "DELETE", token, current);
 	return PointerGetDatum(old_row);
 }

@@ -1,6 +1,8 @@
 --
 -- Guarded tables: every UPDATE or DELETE, from any client, must present a
--- fencing token not lower than the row's fence (src/guard.cpp).
+-- fencing token not lower than the row's fence (src/guard.cpp; the fence
+-- rule itself is written once, in include/ext/fence_rule.hpp, for every
+-- write path).
 --
 
 -- The trigger function.  SECURITY INVOKER: it only reads the row and the
@@ -34,7 +36,8 @@ COMMENT ON FUNCTION fence.unguard(regclass) IS
 'Removes the guard trigger "fence_guard" that fence.guard installed on rel. Only the table''s owner may call it (42501). Takes AccessExclusiveLock on rel. Raises 42704 when rel is not guarded, 42809 for a non-table, 22023 for a NULL argument.';
 
 --
--- fence.advance: the highest token seen per resource that is not one row.
+-- fence.advance: the highest token seen per resource that is not one row
+-- (src/advance.cpp applies the fence rule to the resource's row here).
 --
 CREATE TABLE fence.resources (
     name       text PRIMARY KEY
