@@ -12,12 +12,12 @@
  * Design, and why:
  *
  * 1. Never block an acquirer.  Every call first takes a transaction-scoped
- *	  advisory lock on the name (field4 = kLeaseLockTagClass, fields 2/3 =
- *	  the 64-bit name hash, like the connection-bound locks).  lease_acquire
- *	  asks for it with dontWait: if another transaction holds it, that
- *	  transaction is acquiring, renewing or releasing this name right now, or
- *	  has changed its row and not yet committed; either way the lease is held
- *	  or being acquired, and we return NULL at once.  A call that changes the
+ *	  advisory lock on the name (tag class kLeaseLockTagClass and the 64-bit
+ *	  name hash, lock_tag.hpp, like the connection-bound locks).
+ *	  lease_acquire asks for it with dontWait: if another transaction holds
+ *	  it, that transaction is acquiring, renewing or releasing this name
+ *	  right now, or has changed its row and not yet committed; either way the
+ *	  lease is held or being acquired, and we return NULL at once.  A call that changes the
  *	  row keeps the advisory lock until its transaction ends, which is exactly
  *	  as long as the row lock it took, so nobody ever reaches a row lock held
  *	  by someone else.  A call that changes nothing releases the advisory lock
@@ -79,7 +79,6 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
-#include "ext/locks.hpp"
 #include "ext/shmem.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
@@ -221,10 +220,7 @@ LeaseTableOwner()
 bool
 LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 {
-	uint64		hash = NameHash(name);
-
-	SET_LOCKTAG_ADVISORY(call->tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
-						 kLeaseLockTagClass);
+	SetLockTag(&call->tag, kLeaseLockTagClass, NameHash(name));
 	call->caller = GetUserId();
 
 	Oid			owner = LeaseTableOwner();

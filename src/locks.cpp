@@ -150,7 +150,7 @@ CheckSessionHolds(HeldLock *lock)
 
 	LOCKTAG		tag;
 
-	SetNameLockTag(&tag, lock->key);
+	SetLockTag(&tag, kLockTagClass, lock->key);
 	if (!HeldByMe(&tag))
 	{
 		lock->session_holds = 0;
@@ -332,20 +332,6 @@ SubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 
 }							/* namespace */
 
-uint64
-NameHash(NameArg name)
-{
-	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(name.data),
-							   name.len, kNameHashSeed);
-}
-
-void
-SetNameLockTag(LOCKTAG *tag, uint64 hash)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (hash >> 32), (uint32) hash,
-						 kLockTagClass);
-}
-
 bool
 AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 {
@@ -372,7 +358,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 	HeldLock   *lock = FindHeld(name, key, false);
 	LOCKTAG		tag;
 
-	SetNameLockTag(&tag, key);
+	SetLockTag(&tag, kLockTagClass, key);
 
 	if (lock != nullptr)
 	{
@@ -502,7 +488,7 @@ ReleaseLock(NameArg name, int64 token)
 	{
 		LOCKTAG		tag;
 
-		SetNameLockTag(&tag, key);
+		SetLockTag(&tag, kLockTagClass, key);
 		LockRelease(&tag, ExclusiveLock, true);
 		if (lock->xact_holds > 0)
 			RecordKind(lock);	/* transaction holds remain */
@@ -530,7 +516,7 @@ ReleaseAllSessionLocks()
 
 		LOCKTAG		tag;
 
-		SetNameLockTag(&tag, lock->key);
+		SetLockTag(&tag, kLockTagClass, lock->key);
 		/* skip holds that pg_advisory_unlock_all() / DISCARD ALL already ended */
 		if (lock->xact_holds > 0 || HeldByMe(&tag))
 		{

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * observability.cpp
- *	  fence.stats() and fence.held_locks(), the registry rows behind the
- *	  view fence.locks.
+ *	  fence.stats(), fence.shared_memory(), and what the view fence.locks is
+ *	  built from: fence.held_locks() (the registry rows) and
+ *	  fence.lock_tag_class() (which of pg_locks' advisory locks are ours).
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; the SQL entry points run it through fence::Entry.
@@ -15,6 +16,7 @@
  *-------------------------------------------------------------------------
  */
 #include "ext/boundary.hpp"
+#include "ext/lock_tag.hpp"
 #include "ext/observability.hpp"
 #include "ext/shmem.hpp"
 
@@ -154,4 +156,17 @@ FENCE_SQL_FUNCTION(fence_stats)
 FENCE_SQL_FUNCTION(fence_shared_memory)
 {
 	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::SharedMemory(fc); });
+}
+
+/*
+ * fence.lock_tag_class() RETURNS smallint
+ *	 Internal, used by the view fence.locks: kLockTagClass, the tag class of
+ *	 the connection-bound locks, as pg_locks shows it (objsubid, a smallint
+ *	 made from the lock tag's field4).  IMMUTABLE.  Takes no locks.
+ */
+FENCE_SQL_FUNCTION(fence_lock_tag_class)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return Int16GetDatum((int16) fence::kLockTagClass);
+	});
 }

@@ -7,8 +7,8 @@
  * *and* runs as the role that acquired it (or a member of fence_admin).  The
  * row is changed only by fence.lease_acquire / lease_renew / lease_release,
  * each of which first takes a transaction-scoped advisory lock on the name
- * (lock-tag class kLeaseLockTagClass), so that an acquirer never waits for a
- * row lock: see src/leases.cpp.
+ * (tag class kLeaseLockTagClass, lock_tag.hpp), so that an acquirer never
+ * waits for a row lock: see src/leases.cpp.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -19,11 +19,4 @@
  */
 #pragma once
 
-#include "ext/pg.hpp"
-
-namespace fence {
-
-/* locktag_field4 of the per-name lease advisory lock; "ff" in ASCII. */
-constexpr uint16 kLeaseLockTagClass = 0x6666;
-
-}							/* namespace fence */
+#include "ext/lock_tag.hpp"

@@ -4,19 +4,11 @@
  *	  Connection-bound named locks (session and transaction scope).
  *
  * A pg_fence lock is a PostgreSQL advisory lock (USER_LOCKMETHOD,
- * ExclusiveLock) whose tag no pg_advisory_lock* call can produce:
- *
- *	 field1 = MyDatabaseId               (names are per database)
- *	 field2 = high 32 bits of the name's 64-bit hash
- *	 field3 = low 32 bits of the name's 64-bit hash
- *	 field4 = kLockTagClass (pg_advisory_* use only 1 and 2)
- *
- * so waiting, cancellation, statement_timeout, deadlock detection (40P01)
- * and release at session or transaction end all come from PostgreSQL's lock
- * manager (PostgreSQL docs, "Advisory Locks", section 13.3.5).  The hash is
- * hash_bytes_extended() with a pg_fence seed: 64 bits, not the 32 of
- * hashtext(), so distinct names do not share a lock in practice (a collision
- * between two names a backend holds at once is detected and refused).
+ * ExclusiveLock) whose tag no pg_advisory_lock* call can produce: the name's
+ * 64-bit hash in this database, tag class kLockTagClass (lock_tag.hpp).  So
+ * waiting, cancellation, statement_timeout, deadlock detection (40P01) and
+ * release at session or transaction end all come from PostgreSQL's lock
+ * manager (PostgreSQL docs, "Advisory Locks", section 13.3.5).
  *
  * Each backend keeps, per name it holds, the grant's fencing token and its
  * hold counts: session holds (released by unlock) and transaction holds
@@ -34,26 +26,15 @@
 #pragma once
 
 #include "ext/args.hpp"
+#include "ext/lock_tag.hpp"
 
 namespace fence {
-
-/* locktag_field4 of every pg_fence lock; "fe" in ASCII. */
-constexpr uint16 kLockTagClass = 0x6665;
-
-/* Seed of the name hash (any fixed value; "pg_fence" in ASCII). */
-constexpr uint64 kNameHashSeed = UINT64CONST(0x70675f66656e6365);
 
 enum class Scope
 {
 	kSession,
 	kTransaction
 };
-
-/* 64-bit hash of a name, as used in the lock tag. */
-uint64		NameHash(NameArg name);
-
-/* The lock tag of a name in the current database. */
-void		SetNameLockTag(LOCKTAG *tag, uint64 hash);
 
 /*
  * Acquire one hold of name in scope.  wait_usecs: 0 = do not wait,

@@ -29,12 +29,24 @@ LANGUAGE C VOLATILE STRICT PARALLEL SAFE ROWS 100;
 COMMENT ON FUNCTION fence.held_locks() IS
 'Internal (used by the view fence.locks): the shared registry of connection-bound locks held in the current database, keyed by backend pid and the 64-bit name hash of the lock tag. Empty when pg_fence has no shared memory (see fence.shared_memory()). May list a lock its backend has just released; the view keeps only locks pg_locks shows as held.';
 
+-- Which of pg_locks' advisory locks are pg_fence's connection-bound locks:
+-- the tag class is defined once, in C (include/ext/lock_tag.hpp), and the
+-- view asks for it rather than repeat the number.  IMMUTABLE, so the planner
+-- folds it into a constant.
+CREATE FUNCTION fence.lock_tag_class()
+RETURNS smallint
+AS 'MODULE_PATHNAME', 'fence_lock_tag_class'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fence.lock_tag_class() IS
+'Internal (used by the view fence.locks): the lock-tag class of pg_fence''s connection-bound locks, shown by pg_locks as the objsubid of their advisory locks.';
+
 -- One row per held lock or lease.  Connection-bound locks come from
--- pg_locks (advisory locks of pg_fence's tag class 0x6665 = 26213 in this
--- database), so a lock is shown exactly while the lock manager holds it;
--- name, kind, token and granted_at come from the registry and are NULL when
--- it has no entry (no shared memory, see fence.shared_memory(), or the
--- registry full).
+-- pg_locks (advisory locks of pg_fence's tag class, fence.lock_tag_class(),
+-- in this database), so a lock is shown exactly while the lock manager
+-- holds it; name, kind, token and granted_at come from the registry and are
+-- NULL when it has no entry (no shared memory, see fence.shared_memory(), or
+-- the registry full).
 CREATE VIEW fence.locks AS
 WITH tags AS (
     SELECT l.pid, l.granted,
@@ -42,7 +54,7 @@ WITH tags AS (
                OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
       FROM pg_catalog.pg_locks AS l
      WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-       AND l.objsubid OPERATOR(pg_catalog.=) 26213
+       AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
        AND l.database OPERATOR(pg_catalog.=)
            (SELECT d.oid FROM pg_catalog.pg_database AS d
              WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())

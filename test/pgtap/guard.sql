@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(48);
+SELECT plan(56);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name']);
@@ -57,6 +57,20 @@ SELECT has_view('fence', 'locks', 'fence.locks exists');
 SELECT columns_are('fence', 'locks', ARRAY['name', 'kind', 'token', 'pid', 'holder',
                    'granted_at', 'expires_at', 'expired', 'waiters']);
 SELECT table_privs_are('fence', 'locks', 'public', ARRAY['SELECT']);
+
+-- fence.lock_tag_class(): the view's tag class, from C (lock_tag.hpp)
+SELECT has_function('fence', 'lock_tag_class', ARRAY[]::name[]);
+SELECT function_returns('fence', 'lock_tag_class', ARRAY[]::name[], 'smallint');
+SELECT volatility_is('fence', 'lock_tag_class', ARRAY[]::name[], 'immutable');
+SELECT isnt_definer('fence', 'lock_tag_class', ARRAY[]::name[]);
+SELECT function_privs_are('fence', 'lock_tag_class', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+SELECT ok(pg_get_viewdef('fence.locks'::regclass) LIKE '%objsubid = fence.lock_tag_class()%',
+          'fence.locks picks pg_locks rows by fence.lock_tag_class()');
+SELECT isnt(fence.try_xact_lock('tap_tag_class'), NULL, 'take a lock');
+SELECT is((SELECT count(*)::int FROM pg_locks
+            WHERE locktype = 'advisory' AND pid = pg_backend_pid()
+              AND objsubid = fence.lock_tag_class()), 1,
+          'pg_locks shows the lock with objsubid = fence.lock_tag_class()');
 
 -- error contracts
 CREATE TABLE tap_guarded (id int PRIMARY KEY, fence bigint NOT NULL DEFAULT 0);
