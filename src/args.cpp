@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * args.cpp
- *	  Validation of SQL arguments shared by every pg_fence function.
+ *	  Validation of SQL arguments shared by every pg_fence function, and
+ *	  fence.max_name_bytes(), the name limit for SQL.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -11,6 +12,8 @@
  *-------------------------------------------------------------------------
  */
 #include "ext/args.hpp"
+
+#include "ext/boundary.hpp"
 
 namespace fence {
 
@@ -95,3 +98,15 @@ GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname, bool nul
 }
 
 }							/* namespace fence */
+
+/*
+ * fence.max_name_bytes() RETURNS integer
+ *	 Internal, used by the CHECK constraint of fence.resources: kMaxNameBytes,
+ *	 so that SQL does not repeat the number.  IMMUTABLE.  Takes no locks.
+ */
+FENCE_SQL_FUNCTION(fence_max_name_bytes)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return Int32GetDatum(fence::kMaxNameBytes);
+	});
+}

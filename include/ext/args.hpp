@@ -22,7 +22,10 @@
 
 namespace fence {
 
-/* Longest lock or lease name, in bytes (SPEC). */
+/*
+ * Longest lock, lease or resource name, in bytes (SPEC): the one place the
+ * number is written.  SQL reads it from fence.max_name_bytes() (args.cpp).
+ */
 constexpr int kMaxNameBytes = 1024;
 
 /* A validated name: points into the (detoasted) argument. */

@@ -9,8 +9,8 @@
  *	   (lock-free) on first use;
  *	 - the registry of held connection-bound locks: a fixed-size table
  *	   (fence.max_locks entries, PGC_POSTMASTER, default 4096) keyed by
- *	   (pid, database, 64-bit name hash) holding the whole name (up to 1024
- *	   bytes), token, kind and grant time, under one LWLock.
+ *	   (pid, database, 64-bit name hash) holding the whole name (up to
+ *	   kMaxNameBytes), token, kind and grant time, under one LWLock.
  * Without the block (15/16 without the preload) every counter and registry
  * call is a no-op.
  *

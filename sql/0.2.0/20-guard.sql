@@ -39,10 +39,25 @@ COMMENT ON FUNCTION fence.unguard(regclass) IS
 -- fence.advance: the highest token seen per resource that is not one row
 -- (src/advance.cpp applies the fence rule to the resource's row here).
 --
+
+-- The longest name, in bytes, is defined once, in C (kMaxNameBytes,
+-- include/ext/args.hpp), which every function checks its name argument
+-- against; SQL that needs the number asks for it here instead of repeating
+-- it.  (The COMMENTs that state it are compared with it by
+-- test/pgtap/guard.sql.)
+CREATE FUNCTION fence.max_name_bytes()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'fence_max_name_bytes'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fence.max_name_bytes() IS
+'Internal (used by the CHECK constraint of fence.resources): the longest lock, lease or resource name pg_fence accepts, in bytes.';
+
 CREATE TABLE fence.resources (
     name       text PRIMARY KEY
                CHECK (pg_catalog.octet_length(name) OPERATOR(pg_catalog.>=) 1
-                      AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=) 1024),
+                      AND pg_catalog.octet_length(name) OPERATOR(pg_catalog.<=)
+                          fence.max_name_bytes()),
     token      bigint NOT NULL,
     updated_at timestamptz NOT NULL
 );

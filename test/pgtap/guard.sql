@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(56);
+SELECT plan(63);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name']);
@@ -51,6 +51,20 @@ SELECT col_not_null('fence', 'resources', 'token', 'resources.token is NOT NULL'
 SELECT table_privs_are('fence', 'resources', 'public', ARRAY[]::text[]);
 SELECT ok((SELECT 'fence.resources'::regclass = ANY (extconfig) FROM pg_extension
             WHERE extname = 'pg_fence'), 'fence.resources is dumped by pg_dump');
+
+-- fence.max_name_bytes(): the name limit (SPEC: 1024 bytes), from C
+SELECT has_function('fence', 'max_name_bytes', ARRAY[]::name[]);
+SELECT function_returns('fence', 'max_name_bytes', ARRAY[]::name[], 'integer');
+SELECT volatility_is('fence', 'max_name_bytes', ARRAY[]::name[], 'immutable');
+SELECT function_privs_are('fence', 'max_name_bytes', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+SELECT is(fence.max_name_bytes(), 1024, 'names are at most 1024 bytes');
+SELECT ok((SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c
+            WHERE c.conrelid = 'fence.resources'::regclass AND c.contype = 'c')
+          LIKE '%<= fence.max_name_bytes()%',
+          'fence.resources checks names against fence.max_name_bytes()');
+SELECT ok(obj_description('fence.advance(text, bigint)'::regprocedure, 'pg_proc')
+          LIKE '%(> ' || fence.max_name_bytes() || ' bytes)%',
+          'the COMMENT of fence.advance states the limit of the C code');
 
 -- fence.locks: readable by everyone
 SELECT has_view('fence', 'locks', 'fence.locks exists');
