@@ -4,10 +4,11 @@
  *	  The pg_fence C++ client library (libpqxx 6.4 or later, C++17):
  *	  everything in one include.
  *
- *	  fence::SessionLock   RAII session lock with its fencing token
- *	  fence::Lease         lease renewed in the background, loss detection
- *	  fence::LossToken     stop flag for worker loops
- *	  fence::fenced_update write that rejects stale tokens
+ *	  fence::SessionLock    RAII session lock with its fencing token
+ *	  fence::SessionMonitor session-loss detection (SELECT 1 every second)
+ *	  fence::Lease          lease renewed in the background, loss detection
+ *	  fence::LossToken      stop flag for worker loops
+ *	  fence::fenced_update  write that rejects stale tokens
  *
  * Link with -lpg_fence_client -lpqxx -lpq -lpthread, or use pkg-config
  * (`pkg-config --cflags --libs pg_fence`); see README.md, section "C++
@@ -30,6 +31,7 @@
 #include "pg_fence/fenced_update.hpp"
 #include "pg_fence/lease.hpp"
 #include "pg_fence/session_lock.hpp"
+#include "pg_fence/session_monitor.hpp"
 
 namespace fence {
 

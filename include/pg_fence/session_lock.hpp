@@ -119,7 +119,8 @@ public:
 	 * and the connection is open on the same backend that took it.  It does
 	 * not ask the server (no round trip), so a session killed a moment ago
 	 * may still look held until libpqxx notices; use a query (e.g. SELECT 1)
-	 * to find out for sure.
+	 * to find out for sure, or let a fence::SessionMonitor do that in the
+	 * background.
 	 */
 	bool held() const noexcept;
 

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * common.cpp
- *	  Argument checks and literals shared by the client library.
+ *	  Argument checks, literals and message clean-up shared by the client
+ *	  library.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -54,6 +55,17 @@ TimeoutMillis(std::chrono::steady_clock::duration d)
 	if (ms < 1)
 		ms = 1;
 	return std::to_string(ms);
+}
+
+std::string
+OneLine(std::string s)
+{
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
+		s.pop_back();
+	for (char &c : s)
+		if (c == '\n')
+			c = ' ';
+	return s;
 }
 
 } // namespace client_internal
