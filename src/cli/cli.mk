@@ -15,7 +15,7 @@ PG_FENCE_LINK_DIR ?= /usr/local/bin
 all: $(CLI_BIN)
 
 # -Isrc/client: the CLI shares the client's libpqxx 6/7 shim (pqxx_compat.hpp).
-src/cli/%.o: src/cli/%.cpp $(CLIENT_HEADERS) src/client/pqxx_compat.hpp src/cli/cli.mk
+src/cli/%.o: src/cli/%.cpp $(wildcard src/cli/*.hpp) $(CLIENT_HEADERS) src/client/pqxx_compat.hpp src/cli/cli.mk
 	$(CLIENT_CXX) $(CLIENT_CXXFLAGS) -Isrc/client -I$(includedir) -c -o $@ $<
 
 $(CLI_BIN): $(CLI_OBJS) $(CLIENT_LIB)

@@ -1,0 +1,57 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.hpp
+ *	  The command line of the pg_fence tool: `run` options, durations,
+ *	  --dbname.  Everything here throws UsageError (exit 64) on bad input.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/cli/options.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace fence::cli {
+
+constexpr milliseconds kDefaultTtl(30000);
+
+/* `pg_fence run`'s command line, parsed. */
+struct RunOptions {
+	bool session = false;
+	milliseconds ttl = kDefaultTtl;
+	std::optional<milliseconds> wait;
+	std::string holder;
+	std::string conninfo;
+	std::string name;
+	std::vector<std::string> command;
+};
+
+/* Parses what follows "run"; throws UsageError, or HelpRequested for --help / -h. */
+RunOptions ParseRun(const std::vector<std::string> &args);
+
+/* "--help" or "-h". */
+bool IsHelp(const std::string &a);
+
+/* Takes "--opt value" or "--opt=value" (or "short value") at args[i]; advances i past the value. */
+bool TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *long_name, const char *short_name,
+				std::string *value);
+
+/* "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds); must be positive.  `what` names it in errors. */
+milliseconds ParseDuration(const std::string &text, const char *what);
+
+/* "30s", or "1500ms" when not whole seconds. */
+std::string FormatDuration(milliseconds d);
+
+/* psql's rule: a value with '=' or a postgres[ql]:// URI is a connection string, else a database name. */
+std::string ConninfoFromDbname(const std::string &dbname);
+
+} // namespace fence::cli

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * status.hpp
+ *	  `pg_fence status [--dbname CONNINFO] [NAME]`: the view fence.locks as
+ *	  a table on stdout.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/cli/status.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fence::cli {
+
+/*
+ * Runs `status` with the arguments that follow it.  Returns 0, or 1 when
+ * NAME was given and no unexpired lock of that name exists.  Throws
+ * UsageError, HelpRequested, Unavailable and pqxx errors (see main()).
+ */
+int Status(const std::vector<std::string> &args);
+
+} // namespace fence::cli

@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * supervise.cpp
+ *	  `pg_fence run`: take the lock, start the command, supervise it until
+ *	  it exits or the lock is lost, release the lock.
+ *
+ * RunLease and RunSession differ only in how the lock is taken, watched
+ * and released:
+ *  - a lease is renewed every TTL/3 by fence::Lease, which declares the
+ *    loss on the local monotonic clock at (last successful renewal sent) +
+ *    TTL - grace, so the command is signalled, and killed, before the
+ *    server lets anyone else take the lease;
+ *  - a session lock lives as long as its connection, which
+ *    fence::SessionMonitor checks every second (SELECT 1): a failed check,
+ *    or none answered for 1 s + 3 s, is a loss;
+ *  - either way the loss callback wakes the supervision loop through the
+ *    self-pipe (child.hpp), and Supervise() signals the command's process
+ *    group: SIGTERM, then SIGKILL after the grace period, exit 74.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/cli/supervise.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "supervise.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "child.hpp"
+#include "connect.hpp"
+#include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
+
+namespace fence::cli {
+
+namespace {
+
+constexpr milliseconds kMaxGrace(5000);
+constexpr milliseconds kSessionCheckEvery(1000);
+constexpr milliseconds kSessionCheckTimeout(3000);
+
+/* What Supervise asks the runner about its lock. */
+struct LockWatch {
+	/* True once the lock is lost, and then *why says why.  Asked every 200 ms and on every self-pipe byte. */
+	std::function<bool(std::string *why)> lost;
+	/* ^Z of an interactive --session job: pg_fence is about to stop itself (raise(SIGSTOP)). */
+	std::function<void()> suspending = [] {};
+	/* ...and has been continued: find out whether the lock is still held, before lost() is asked. */
+	std::function<void()> resumed = [] {};
+};
+
+/*
+ * Waits for the command, forwarding signals, and stops it if `watch.lost()`
+ * turns true.  Returns the exit code for pg_fence.
+ *
+ * A stopped command (WIFSTOPPED) never freezes pg_fence, with one
+ * exception: ^Z (SIGTSTP, or SIGTTIN/SIGTTOU) of an interactive command
+ * that pg_fence handed the terminal to, in --session mode.  Then pg_fence
+ * stops itself like a shell job, so that the shell gets the terminal back;
+ * the server keeps the session lock meanwhile (the connection stays open),
+ * and on resume pg_fence checks the connection (`watch.resumed`) before it
+ * lets the command continue.  A lease could not be renewed by a stopped
+ * pg_fence, so with --lease ^Z is refused: the command is continued at once,
+ * with a notice.  Any other stop (kill -STOP, or no terminal handed over) is
+ * left alone: the command stays stopped until someone continues it, and
+ * pg_fence keeps renewing and checking; a loss still kills the stopped
+ * command (SIGTERM is followed by SIGCONT, so that it is delivered).
+ */
+int
+Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch &watch)
+{
+	const auto &lost = watch.lost;
+	bool was_lost = false;
+	bool kill_pending = false;
+	Clock::time_point kill_at = Clock::now();
+	int status = 0;
+	for (;;)
+	{
+		/* Reap first: SIGCHLD bytes may have been coalesced. */
+		pid_t r = waitpid(child, &status, WNOHANG | WUNTRACED);
+		if (r == child)
+		{
+			if (!WIFSTOPPED(status))
+				break;
+			int stopsig = WSTOPSIG(status);
+			bool terminal_stop = TerminalHandedOver() && !was_lost &&
+								 (stopsig == SIGTSTP || stopsig == SIGTTIN || stopsig == SIGTTOU);
+			if (terminal_stop && o.session)
+			{
+				/* ^Z: stop ourselves too, as a shell job would; the lock stays held by the open session. */
+				watch.suspending();
+				TakeTerminal(getpgrp());
+				raise(SIGSTOP);
+				watch.resumed();
+				std::string why;
+				if (!lost(&why))
+				{
+					TakeTerminal(child);
+					kill(-child, SIGCONT);
+				}
+				/* else: the loss is handled below, before the command runs again */
+			}
+			else if (terminal_stop)
+			{
+				Msg("the command cannot be suspended while it holds a lease (a stopped pg_fence cannot renew "
+					"it): it continues; use --session for a suspendable job");
+				kill(-child, SIGCONT);
+			}
+			/* else: stopped by someone else; it stays stopped, we keep supervising. */
+		}
+		if (!was_lost)
+		{
+			std::string why;
+			if (lost(&why))
+			{
+				was_lost = true;
+				Msg("lost the lock \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s", o.name.c_str(),
+					why.c_str(), FormatDuration(grace).c_str());
+				/* SIGCONT too: a stopped command acts on SIGTERM only once continued. */
+				kill(-child, SIGTERM);
+				kill(-child, SIGCONT);
+				kill_at = Clock::now() + grace;
+				kill_pending = true;
+			}
+		}
+		if (kill_pending && Clock::now() >= kill_at)
+		{
+			kill(-child, SIGKILL);
+			kill_pending = false;
+		}
+
+		int timeout_ms = 200;
+		if (kill_pending)
+		{
+			auto left = std::chrono::duration_cast<milliseconds>(kill_at - Clock::now()).count() + 1;
+			timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(timeout_ms, left)));
+		}
+		struct pollfd pfd = {SelfPipeReadFd(), POLLIN, 0};
+		int n = poll(&pfd, 1, timeout_ms);
+		if (n > 0)
+		{
+			unsigned char buf[64];
+			ssize_t got;
+			while ((got = read(SelfPipeReadFd(), buf, sizeof buf)) > 0)
+			{
+				for (ssize_t k = 0; k < got; k++)
+				{
+					int sig = buf[k];
+					if (sig == kLostByte || sig == SIGCHLD)
+						continue; /* handled at the top of the loop */
+					kill(-child, sig);
+					/* As a shell's kill does for a stopped job: these act only once it runs again. */
+					if (sig == SIGTERM || sig == SIGHUP)
+						kill(-child, SIGCONT);
+				}
+			}
+		}
+	}
+	TakeTerminal(getpgrp());
+	if (was_lost)
+	{
+		kill(-child, SIGKILL); /* whatever is left of its process group */
+		return kExitLost;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return kExitInternal;
+}
+
+} // namespace
+
+int
+RunLease(const RunOptions &o)
+{
+	{
+		auto conn = Connect(o.conninfo);
+		CheckExtension(*conn, "fence.lease_acquire(text,interval,text)");
+	}
+	milliseconds grace = std::min(kMaxGrace, o.ttl / 3);
+	std::mutex why_mu;
+	std::string why_lost;
+	fence::LeaseOptions lo;
+	lo.holder = o.holder;
+	lo.safety_margin = grace;
+	lo.on_lost = [&](fence::LossReason, const std::string &message) {
+		{
+			std::lock_guard<std::mutex> lk(why_mu);
+			why_lost = message;
+		}
+		PokeSelfPipe();
+	};
+	/* The pipe must exist before the lease's threads can report a loss. */
+	CreatePipe();
+	std::optional<fence::Lease> lease;
+	try
+	{
+		lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, o.wait.value_or(milliseconds::zero()),
+											  std::move(lo));
+	}
+	catch (const pqxx::broken_connection &e)
+	{
+		throw Unavailable{"could not connect to the database: " + Trim(e.what()), ""};
+	}
+	if (!lease)
+	{
+		if (o.wait)
+		{
+			Msg("lease \"%s\" is still held by another holder after waiting %s", o.name.c_str(),
+				FormatDuration(*o.wait).c_str());
+			return kExitTimeout;
+		}
+		Msg("lease \"%s\" is held by another holder", o.name.c_str());
+		return kExitBusy;
+	}
+	InstallHandlers();
+	pid_t child = StartCommand(o, lease->token());
+	LockWatch watch;
+	watch.lost = [&](std::string *why) {
+		if (!lease->lost())
+			return false;
+		std::lock_guard<std::mutex> lk(why_mu);
+		*why = why_lost.empty() ? "lease deadline passed without a successful renewal" : why_lost;
+		return true;
+	};
+	int rc = Supervise(child, o, grace, watch);
+	if (rc == kExitLost)
+		return rc;
+	try
+	{
+		if (!lease->release())
+			Msg("warning: lease \"%s\" was no longer held at release (token %lld)", o.name.c_str(),
+				static_cast<long long>(lease->token()));
+	}
+	catch (const std::exception &e)
+	{
+		Msg("warning: could not release lease \"%s\": %s (it expires after its TTL)", o.name.c_str(),
+			Trim(e.what()).c_str());
+	}
+	return rc;
+}
+
+int
+RunSession(const RunOptions &o)
+{
+	auto conn = Connect(o.conninfo);
+	CheckExtension(*conn, "fence.lock(text,interval)");
+	{
+		pqxx::nontransaction tx(*conn);
+		fence::pqxx_compat::ExecParams(tx, "SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
+	}
+	std::optional<fence::SessionLock> lock;
+	int signalled;
+	{
+		WaitCanceller canceller(*conn);
+		try
+		{
+			if (o.wait)
+				lock = fence::SessionLock::try_acquire_for(*conn, o.name, *o.wait);
+			else
+				lock = fence::SessionLock::try_acquire(*conn, o.name);
+		}
+		catch (const std::exception &)
+		{
+			if (canceller.signal() == 0)
+				throw;
+			/* 57014 query_canceled: our own cancel */
+		}
+		canceller.Stop();
+		signalled = canceller.signal();
+	}
+	if (signalled != 0)
+	{
+		/* Leave no trace in the server: release (if granted meanwhile) and close the session now. */
+		if (lock)
+		{
+			try
+			{
+				lock->release();
+			}
+			catch (const std::exception &)
+			{
+				/* the session end below frees it */
+			}
+			lock.reset();
+		}
+		fence::pqxx_compat::Close(*conn);
+		DieBySignal(signalled);
+	}
+	if (!lock)
+	{
+		if (o.wait)
+		{
+			Msg("lock \"%s\" is still held by another session after waiting %s", o.name.c_str(),
+				FormatDuration(*o.wait).c_str());
+			return kExitTimeout;
+		}
+		Msg("lock \"%s\" is held by another session", o.name.c_str());
+		return kExitBusy;
+	}
+	pid_t child = StartCommand(o, lock->token());
+	int rc;
+	{
+		fence::SessionMonitorOptions mo;
+		mo.check_interval = kSessionCheckEvery;
+		mo.check_timeout = kSessionCheckTimeout;
+		mo.on_lost = [](fence::SessionLossReason, const std::string &) { PokeSelfPipe(); };
+		fence::SessionMonitor monitor(*conn, std::move(mo));
+		LockWatch watch;
+		watch.lost = [&](std::string *why) {
+			if (!monitor.lost())
+				return false;
+			*why = monitor.message();
+			return true;
+		};
+		/* ^Z: the time pg_fence is stopped is no loss; on fg, check the connection before the command runs. */
+		watch.suspending = [&] { monitor.suspend(); };
+		watch.resumed = [&] { monitor.resume(); };
+		rc = Supervise(child, o, kMaxGrace, watch);
+		monitor.stop();
+	}
+	if (rc == kExitLost)
+		return rc;
+	try
+	{
+		if (!lock->release())
+			Msg("warning: lock \"%s\" was no longer held at release", o.name.c_str());
+	}
+	catch (const std::exception &e)
+	{
+		Msg("warning: could not release lock \"%s\": %s (it is freed when the session ends)", o.name.c_str(),
+			Trim(e.what()).c_str());
+	}
+	return rc;
+}
+
+} // namespace fence::cli
