@@ -23,6 +23,11 @@
  *	   network or a frozen server does not answer, and does not fail either.
  *	   A second thread (the watchdog) declares that loss at that moment and
  *	   shuts the connection's socket down, so that the hung check ends.
+ *	   The time counts even while this process itself is frozen (SIGSTOP,
+ *	   a VM pause): frozen that long, it cannot know that the session was
+ *	   there all along, so it is lost when the process continues, and an
+ *	   answer that arrives after that moment does not count.  A process
+ *	   that stops itself on purpose says so with suspend() and resume().
  *
  * The loss is reported once, by a callback, and from then on by lost(),
  * which also reads the clock on each call.  Once lost, a monitor never

@@ -198,7 +198,13 @@ SessionMonitorImpl::CheckerLoop() noexcept
 	for (;;)
 	{
 		checker_cv.wait_for(lk, interval, [this] { return stop_requested || check_now || state.load() != kAlive; });
-		if (stop_requested || state.load() != kAlive)
+		/*
+		 * Lost() also applies the deadline here: after this process was
+		 * frozen (SIGSTOP, VM pause) for longer than interval + timeout, a
+		 * check made now must not hide that nothing answered in time (the
+		 * watchdog reports it).  suspend() is the way to stop on purpose.
+		 */
+		if (stop_requested || Lost())
 			return;
 		check_now = false;
 		in_flight = true;
@@ -207,14 +213,18 @@ SessionMonitorImpl::CheckerLoop() noexcept
 		lk.lock();
 		in_flight = false;
 		checks_done++;
-		/* A check that stop() aborted is not a loss; a late answer does not revive a lost session. */
+		/*
+		 * A check that stop() aborted is not a loss.  An answer that comes
+		 * after the deadline does not count (Lost() declares the timeout),
+		 * and none revives a lost session.
+		 */
 		if (!stop_requested && !err.empty())
 		{
 			error = err;
 			int expected = kAlive;
 			state.compare_exchange_strong(expected, kFailed);
 		}
-		else if (!stop_requested && state.load() == kAlive)
+		else if (!stop_requested && !Lost())
 			last_ok.store(Clock::now().time_since_epoch().count());
 		bool stopping = stop_requested;
 		bool done = stopping || state.load() != kAlive;

@@ -4,8 +4,9 @@
  *	  Catch2 tests of fence::SessionMonitor against a real server (libpq
  *	  defaults: the PG* variables of the throwaway cluster): a terminated
  *	  session is reported within seconds, a healthy one never; a check
- *	  hung on a frozen backend is a loss (kCheckTimeout) and is aborted;
- *	  suspend()/resume(); stop() and the destructor return promptly.
+ *	  hung on a frozen backend is a loss (kCheckTimeout) and is aborted; so
+ *	  is a process frozen that long; suspend()/resume(); stop() and the
+ *	  destructor return promptly.
  *
  * The frozen-backend tests stop the monitored connection's backend with
  * SIGSTOP (like a dead network: no answer, no error), so they need the
@@ -22,6 +23,7 @@
 #include "catch2_compat.hpp"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -283,6 +285,59 @@ TEST_CASE("SessionMonitor: a check hung on a frozen backend is a loss at interva
 	CHECK(Clock::now() - t1 < 300ms);
 	CHECK(log.count() == 1);
 	CHECK(monitor.lost());
+}
+
+TEST_CASE("SessionMonitor: a process frozen past interval + timeout finds the session lost when it continues",
+		  "[client][session_monitor]")
+{
+	/* The frozen process is a child: it reports lost() and message() through a pipe. */
+	int fds[2];
+	REQUIRE(pipe(fds) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+	{
+		close(fds[0]);
+		char out = 'e'; /* error */
+		try
+		{
+			pqxx::connection conn("");
+			fence::SessionMonitorOptions opts;
+			opts.check_interval = 100ms;
+			opts.check_timeout = 200ms;
+			fence::SessionMonitor monitor(conn, opts);
+			char ready = 'r';
+			if (write(fds[1], &ready, 1) != 1)
+				_exit(1);
+			std::this_thread::sleep_for(1500ms); /* the parent freezes us for 800 ms of it */
+			if (!monitor.lost())
+				out = 'a'; /* alive */
+			else
+				out = monitor.message() == "connection check did not answer in time" ? 'L' : 'm';
+			monitor.stop();
+		}
+		catch (...)
+		{
+		}
+		ssize_t n = write(fds[1], &out, 1);
+		(void) n;
+		_exit(0);
+	}
+	close(fds[1]);
+	char c = 0;
+	REQUIRE(read(fds[0], &c, 1) == 1);
+	REQUIRE(c == 'r');
+	std::this_thread::sleep_for(200ms);
+	REQUIRE(kill(pid, SIGSTOP) == 0);
+	std::this_thread::sleep_for(800ms);
+	kill(pid, SIGCONT);
+	c = 0;
+	CHECK(read(fds[0], &c, 1) == 1);
+	close(fds[0]);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	INFO("child answered '" << c << "' (L: lost, no answer in time; a: alive; m: other message; e: error)");
+	CHECK(c == 'L');
 }
 
 TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resume() checks at once",
