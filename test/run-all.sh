@@ -13,8 +13,11 @@
 #   regress    test/sql/*.sql via `make installcheck` (pg_regress)
 #   isolation  test/specs/*.spec via `make installcheck` (pg_isolation_regress)
 #   pgtap      test/pgtap/*.sql via pg_prove, in database fence_tap
-#   catch2     test/cpp/*.cpp, built by `make cpptest-build` (test/cpp/cpp.mk)
-#   shell      test/shell/*.sh, each run with bash: exit 0 passes, 77 skips
+#   catch2     test/cpp/{client,server}/*.cpp, built by `make cpptest-build`
+#              (test/cpp/cpp.mk)
+#   shell      test/shell/GROUP/*.sh (cli, durability, leases, observability,
+#              packaging; test/shell/lib holds what they share), each run
+#              with bash: exit 0 passes, 77 skips
 #
 # Every pg_regress test, isolation spec, pgTAP assertion, Catch2 test case and
 # shell script counts as one test.  A layer that cannot run at all, or that
@@ -217,11 +220,15 @@ layer_catch2() {
 }
 
 layer_shell() {
-	local files=(test/shell/*.sh) log rc name pass=0 fail=0 skip=0
-	if [ ! -e "${files[0]}" ]; then report shell 0 0 "no scripts in test/shell"; return; fi
+	local files=() log rc name pass=0 fail=0 skip=0 f
+	for f in test/shell/*/*.sh; do
+		[[ $f == test/shell/lib/* ]] || files+=("$f")
+	done
+	if [ ${#files[@]} -eq 0 ]; then report shell 0 0 "no scripts in test/shell"; return; fi
 	for file in "${files[@]}"; do
-		name=$(basename "$file" .sh)
-		log="$LOGDIR/shell-$name.log"
+		name=${file#test/shell/}
+		name=${name%.sh}
+		log="$LOGDIR/shell-${name//\//-}.log"
 		timeout -k 10 "$SHELL_TIMEOUT" bash "$file" >"$log" 2>&1
 		rc=$?
 		case $rc in
@@ -233,7 +240,7 @@ layer_shell() {
 			add_detail "shell: $file (last lines)" "$log" ;;
 		esac
 		# Observations a test reports without asserting them.
-		grep -E '^NOTE: ' "$log" | sed "s/^NOTE: /           $name: /"
+		grep -E '^NOTE: ' "$log" | sed "s|^NOTE: |           $name: |"
 		# A test that stopped the server must not take the next ones with it.
 		if ! psql -X -q -c 'SELECT 1' >/dev/null 2>&1; then
 			note shell "$name left the server down; restarting it"

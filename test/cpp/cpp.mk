@@ -1,7 +1,10 @@
 # test/cpp/cpp.mk - Catch2 + libpqxx client tests (included by the Makefile
 # after PGXS).
 #
-#   make cpptest-build   build test/cpp/catch_tests from test/cpp/*.cpp
+#   make cpptest-build   build test/cpp/catch_tests from test/cpp/main.cpp and
+#                        the tests by layer: test/cpp/client/*.cpp (the C++
+#                        client library), test/cpp/server/*.cpp (server
+#                        behaviour seen through several real connections)
 #   make cpptest         build it, then run it (needs a server: PGHOST,
 #                        PGPORT... pointing at a cluster with pg_fence
 #                        installed, e.g. under scripts/temp-cluster.sh)
@@ -21,11 +24,11 @@
 # the tests link it too.
 
 CPPTEST_BIN  = test/cpp/catch_tests
-CPPTEST_SRCS = $(sort $(wildcard test/cpp/*.cpp))
+CPPTEST_SRCS = $(sort $(wildcard test/cpp/*.cpp test/cpp/*/*.cpp))
 CPPTEST_OBJS = $(CPPTEST_SRCS:.cpp=.o)
 CPPTEST_CXX = $(CXX)
 CPPTEST_CXXFLAGS = -std=c++17 -O1 -g -Wall -Wextra $(if $(WERROR),-Werror) -pthread
-CPPTEST_CPPFLAGS = -Iinclude -Isrc/client -I$(shell $(PG_CONFIG) --includedir)
+CPPTEST_CPPFLAGS = -Iinclude -Isrc/client -Itest/cpp -I$(shell $(PG_CONFIG) --includedir)
 # Catch2 v3 when the compiler finds its headers (the same test as
 # catch2_compat.hpp's __has_include); expanded only when the tests are linked.
 CPPTEST_CATCH2_V3 = $(shell printf '\043if __has_include(<catch2/catch_test_macros.hpp>)\nv3\n\043endif\n' | \
@@ -47,12 +50,12 @@ cpptest: cpptest-build
 
 # More specific than PGXS's %.o: %.cpp, so the server flags are not used here.
 test/cpp/%.o: test/cpp/%.cpp
-	@mkdir -p test/cpp/.deps
+	@mkdir -p $(dir test/cpp/.deps/$*)
 	$(CPPTEST_CXX) $(CPPTEST_CXXFLAGS) $(CPPTEST_CPPFLAGS) -MMD -MP -MF test/cpp/.deps/$*.d -c -o $@ $<
 
 $(CPPTEST_BIN): $(CPPTEST_OBJS) $(CPPTEST_DEPS)
 	$(CPPTEST_CXX) $(CPPTEST_CXXFLAGS) -o $@ $(CPPTEST_OBJS) $(CPPTEST_LINK) $(CPPTEST_LIBS)
 
--include $(wildcard test/cpp/.deps/*.d)
+-include $(wildcard test/cpp/.deps/*.d test/cpp/.deps/*/*.d)
 
 EXTRA_CLEAN += $(CPPTEST_BIN) $(CPPTEST_OBJS) test/cpp/.deps

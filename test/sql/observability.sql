@@ -1,6 +1,6 @@
 -- fence.locks, fence.stats(), fence.held_locks() seen from the holder's own
 -- session (other sessions: test/specs/locks_view.spec).  This test runs with
--- pg_fence in shared_preload_libraries; without it see test/shell/no_preload.sh.
+-- pg_fence in shared_preload_libraries; without it see test/shell/packaging/no_preload.sh.
 \set VERBOSITY default
 SHOW fence.max_locks;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# token_allocator.sh - the shared-memory token allocator (pg_fence preloaded)
+# durability/token_allocator.sh - the shared-memory token allocator (pg_fence preloaded)
 # under concurrency, across many ceiling moves, and across a crash:
 #   - 4 sessions draw 12000 tokens between them (about 3 moves of the durable
 #     ceiling, 4096 tokens each), each recording (session, step, token);
@@ -9,10 +9,10 @@
 #   - after an immediate shutdown, the first token is above every one seen.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).  Skipped (77)
 # without shared_preload_libraries = 'pg_fence', where tokens come from
-# nextval() one by one (covered by token_durability.sh).
+# nextval() one by one (covered by durability/token_durability.sh).
 set -euo pipefail
-. "$(dirname "$0")/lib/crash_env.sh"
-. "$(dirname "$0")/lib/check.sh"
+. "$(dirname "$0")/../lib/crash_env.sh"
+. "$(dirname "$0")/../lib/check.sh"
 DB=fence_token_allocator
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 

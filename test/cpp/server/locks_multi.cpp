@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * test_locks_multi.cpp
+ * server/locks_multi.cpp
  *	  Connection-bound locks seen from several real client connections.
  *
  * Guarantees checked (SPEC.md): 1 mutual exclusion, 2 monotonic tokens, 4 a
@@ -14,7 +14,7 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  test/cpp/test_locks_multi.cpp
+ *	  test/cpp/server/locks_multi.cpp
  *
  *-------------------------------------------------------------------------
  */

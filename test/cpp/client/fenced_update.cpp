@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * test_client_fenced_update.cpp
+ * client/fenced_update.cpp
  *	  Catch2 tests of fence::fenced_update (results, JSON escaping, errors)
  *	  and of the JSON writer, against a real server.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  test/cpp/test_client_fenced_update.cpp
+ *	  test/cpp/client/fenced_update.cpp
  *
  *-------------------------------------------------------------------------
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# token_durability.sh - a fencing token a client has seen is never reissued
+# durability/token_durability.sh - a fencing token a client has seen is never reissued
 # after a crash (SPEC guarantee 3; STYLE pitfall P17).
 #
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).  The server is
@@ -29,11 +29,11 @@ set -euo pipefail
 # allocator) and in a nested one without the preload (tokens from nextval).
 if [ -z "${FENCE_DURABILITY_INNER:-}" ]; then
 	FENCE_PRELOAD= FENCE_DURABILITY_INNER=1 FENCE_SHOW_LOG_ON_FAILURE= \
-		bash "$(dirname "$0")/../../scripts/temp-cluster.sh" bash "$0" ||
+		bash "$(dirname "$0")/../../../scripts/temp-cluster.sh" bash "$0" ||
 		{ echo "FAILED without shared_preload_libraries"; exit 1; }
 	echo "(the rounds above ran without shared_preload_libraries; now with it)"
 fi
-. "$(dirname "$0")/lib/crash_env.sh"
+. "$(dirname "$0")/../lib/crash_env.sh"
 DB=postgres
 scratch=public.scratch_seq
 ROUNDS=${FENCE_DURABILITY_ROUNDS:-2}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dump_restore.sh - fencing tokens keep counting upwards after pg_dump and a
+# packaging/dump_restore.sh - fencing tokens keep counting upwards after pg_dump and a
 # restore into a new database (SPEC guarantee 3; STYLE pitfall P14: the token
 # sequence is marked with pg_extension_config_dump, so its value is dumped).
 #
@@ -40,7 +40,7 @@ tokens+=("$(q "$SRC" -c BEGIN -c "SELECT fence.try_xact_lock('dump/xact')" -c CO
 tokens+=("$(q "$SRC" -c BEGIN -c "SELECT fence.try_lock('dump/rolled-back')" -c ROLLBACK)")
 has_leases=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.leases') IS NOT NULL")
 if [ "$has_leases" = t ]; then
-	tokens+=("$(q "$SRC" -c "SELECT fence.lease_acquire('dump/lease', interval '1 hour', 'dump_restore.sh')")")
+	tokens+=("$(q "$SRC" -c "SELECT fence.lease_acquire('dump/lease', interval '1 hour', 'packaging/dump_restore.sh')")")
 fi
 max=0
 for t in "${tokens[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# standby_promote.sh - no grants on a standby, and no token reissued after a
+# durability/standby_promote.sh - no grants on a standby, and no token reissued after a
 # streaming standby is promoted (SPEC guarantees 3 and 10).
 #
 # Makes a streaming standby of the throwaway cluster with pg_basebackup (as

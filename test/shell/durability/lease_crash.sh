@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# lease_crash.sh - leases across an immediate shutdown (a crash).
+# durability/lease_crash.sh - leases across an immediate shutdown (a crash).
 #
 # Run inside a throwaway cluster:
-#   FENCE_FSYNC=on bash scripts/temp-cluster.sh bash test/shell/lease_crash.sh
+#   FENCE_FSYNC=on bash scripts/temp-cluster.sh bash test/shell/durability/lease_crash.sh
 # Acquires leases (kept) and acquires + releases others, then stops the
 # server with -m immediate and starts it again.  Checks:
 #   - every acquisition survives (same row, same token);

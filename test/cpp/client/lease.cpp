@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * test_client_lease.cpp
+ * client/lease.cpp
  *	  Catch2 tests of fence::Lease: renewal, release, and loss detection
  *	  (terminated connection, stopped renewals, refused renewal after a
  *	  takeover, a renewal hung on a frozen server).
@@ -11,7 +11,7 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  test/cpp/test_client_lease.cpp
+ *	  test/cpp/client/lease.cpp
  *
  *-------------------------------------------------------------------------
  */

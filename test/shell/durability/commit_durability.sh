@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# commit_durability.sh - pg_fence skips the commit's WAL flush only for
+# durability/commit_durability.sh - pg_fence skips the commit's WAL flush only for
 # transactions whose WAL needs none (include/ext/commit.hpp): one that only
 # draws fencing tokens (already flushed) or only releases a lease.  Every
 # other transaction that also took a lock, drew a token or released a lease
@@ -13,7 +13,7 @@
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
 
-. "$(dirname "$0")/lib/crash_env.sh"
+. "$(dirname "$0")/../lib/crash_env.sh"
 DB=fence_commit_durability
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 

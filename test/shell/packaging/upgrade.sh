@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# upgrade.sh - the upgrade path gives the same extension as a fresh install
+# packaging/upgrade.sh - the upgrade path gives the same extension as a fresh install
 # (STYLE 2.7).
 #
 # In one database: CREATE EXTENSION pg_fence VERSION '<oldest>' (0.1.0), then

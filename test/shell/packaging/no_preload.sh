@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# no_preload.sh - pg_fence without shared_preload_libraries.
+# packaging/no_preload.sh - pg_fence without shared_preload_libraries.
 #
 # Starts its own throwaway cluster with shared_preload_libraries empty
 # (FENCE_PRELOAD= scripts/temp-cluster.sh; it works nested inside another
@@ -11,9 +11,9 @@
 #   - fence.token follows the same transaction rule even when it was SET
 #     before the library was loaded (placeholder);
 #   - the LOG line of a stale write is still written.
-# Usage: bash test/shell/no_preload.sh   (from the repository root)
+# Usage: bash test/shell/packaging/no_preload.sh   (from the repository root)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 
 if [ -z "${FENCE_NO_PRELOAD_INNER:-}" ]; then
 	FENCE_PRELOAD= FENCE_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# lease_paused_holder.sh - the paused-holder story with real processes.
+# leases/paused_holder.sh - the paused-holder story with real processes.
 #
 # Run inside a throwaway cluster:
-#   bash scripts/temp-cluster.sh bash test/shell/lease_paused_holder.sh
+#   bash scripts/temp-cluster.sh bash test/shell/leases/paused_holder.sh
 # Holder A (a bash process) acquires a lease with a 1 s TTL and is frozen
 # with SIGSTOP for longer than that; B takes the lease over and writes the
 # row with fence.fenced_update; A is resumed with SIGCONT and writes with

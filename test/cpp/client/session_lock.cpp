@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * test_client_session_lock.cpp
+ * client/session_lock.cpp
  *	  Catch2 tests of fence::SessionLock against a real server (libpq
  *	  defaults: the PG* variables of the throwaway cluster).
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  test/cpp/test_client_session_lock.cpp
+ *	  test/cpp/client/session_lock.cpp
  *
  *-------------------------------------------------------------------------
  */

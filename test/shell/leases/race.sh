@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# lease_race.sh - 8 sessions hammering one short lease.
+# leases/race.sh - 8 sessions hammering one short lease.
 #
 # Run inside a throwaway cluster:
-#   bash scripts/temp-cluster.sh bash test/shell/lease_race.sh
+#   bash scripts/temp-cluster.sh bash test/shell/leases/race.sh
 # Each of 8 background psql sessions runs a procedure that, for a bounded
 # number of rounds (and at most ~8 s), acquires the lease "race" (TTL
 # 200 ms), holds it a few milliseconds (now and then past its TTL, so that

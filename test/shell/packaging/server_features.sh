@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# server_features.sh - what pg_fence uses of the server version it runs on,
+# packaging/server_features.sh - what pg_fence uses of the server version it runs on,
 # and the shared lock registry under churn.
 #
 #   - fence.shared_memory() is 'preloaded' in the test cluster;
@@ -12,9 +12,9 @@
 #   - the registry behind fence.locks (an open-addressing table) keeps
 #     exactly the names held while thousands are granted and released in a
 #     scattered order.
-# Usage: bash test/shell/server_features.sh   (inside scripts/temp-cluster.sh)
+# Usage: bash test/shell/packaging/server_features.sh   (inside scripts/temp-cluster.sh)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 
 source test/shell/lib/check.sh
 

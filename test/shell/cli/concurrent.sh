@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# cli_concurrent.sh - three concurrent "pg_fence run --lease 5s daily-report"
+# cli/concurrent.sh - three concurrent "pg_fence run --lease 5s daily-report"
 # runs: exactly one runs the command, the other two exit 75 (busy).
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
 set -u
-. "$(dirname "$0")/lib/cli_env.sh"
+. "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_concurrent
 cli_env_require_leases
 FAILS=0

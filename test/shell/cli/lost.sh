@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli_lost.sh - losing the lease while the command runs.
+# cli/lost.sh - losing the lease while the command runs.
 #  1. pg_fence is frozen (SIGSTOP) past its TTL: another instance takes the
 #     lease over and writes; the first command's late fenced write is
 #     rejected; when pg_fence is resumed it notices the loss, kills its
@@ -9,7 +9,7 @@
 #  2. pg_fence is SIGKILLed: its command dies with it (PR_SET_PDEATHSIG).
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without leases.
 set -u
-. "$(dirname "$0")/lib/cli_env.sh"
+. "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_lost
 cli_env_require_leases
 FAILS=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli_run_basic.sh - pg_fence run/status: exit codes of every path, the
+# cli/run_basic.sh - pg_fence run/status: exit codes of every path, the
 # command's environment (FENCE_TOKEN, FENCE_NAME), transparency of stdin,
 # stdout and exit codes, signal forwarding, error messages, stopped commands
 # and job control (via script(1)), a signal while waiting for a session lock.
@@ -8,7 +8,7 @@
 # root, against src/cli/pg_fence.  Uses a database of its own.  Lease
 # checks are skipped (reported) when the server has no lease functions.
 set -u
-. "$(dirname "$0")/lib/cli_env.sh"
+. "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_run_basic
 
 FAILS=0

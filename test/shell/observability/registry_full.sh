@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# registry_full.sh - a full lock registry (fence.max_locks) never blocks a
+# observability/registry_full.sh - a full lock registry (fence.max_locks) never blocks a
 # grant: the extra locks are granted and listed in fence.locks without
 # their names, and one LOG line says so.
-# Usage: bash test/shell/registry_full.sh   (from the repository root)
+# Usage: bash test/shell/observability/registry_full.sh   (from the repository root)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 
 if [ -z "${FENCE_REGISTRY_FULL_INNER:-}" ]; then
 	FENCE_PRELOAD=pg_fence FENCE_PG_CONF='fence.max_locks = 16' FENCE_REGISTRY_FULL_INNER=1 \

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * test_client_session_monitor.cpp
+ * client/session_monitor.cpp
  *	  Catch2 tests of fence::SessionMonitor against a real server (libpq
  *	  defaults: the PG* variables of the throwaway cluster): a terminated
  *	  session is reported within seconds, a healthy one never; a check
@@ -16,7 +16,7 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  test/cpp/test_client_session_monitor.cpp
+ *	  test/cpp/client/session_monitor.cpp
  *
  *-------------------------------------------------------------------------
  */

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# meta_version.sh - the version is written once (pg_fence.control's
+# packaging/meta_version.sh - the version is written once (pg_fence.control's
 # default_version); META.json, its "provides" entry and CHANGELOG.md must
 # agree with it (STYLE pitfall P13), and every install/upgrade script the
 # Makefile builds or ships for it must exist.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 
 control=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" pg_fence.control)
 meta=$(sed -n 's/^   "version": "\(.*\)",$/\1/p' META.json)
