@@ -53,37 +53,44 @@
 namespace {
 
 /* Deletes the key only if it still holds our value: the standard safe unlock. */
-const char *const kUnlockScript =
-	"if redis.call('get', KEYS[1]) == ARGV[1] then "
-	"return redis.call('del', KEYS[1]) else return 0 end";
+const char *const kUnlockScript = "if redis.call('get', KEYS[1]) == ARGV[1] then "
+								  "return redis.call('del', KEYS[1]) else return 0 end";
 
 struct Options
 {
 	std::string mode;
 	std::string sql;
 	std::string update = "UPDATE bench_doc_r SET body = 'y' WHERE id = $1";
-	int			threads = 1;
-	double		seconds = 5;
-	long		ids = 10000;
-	int			redis_port = 0;
+	int         threads = 1;
+	double      seconds = 5;
+	long        ids = 10000;
+	int         redis_port = 0;
 };
 
 struct Counters
 {
-	long		ops = 0;
-	long		granted = 0;
-	long		busy = 0;
+	long ops = 0;
+	long granted = 0;
+	long busy = 0;
 };
 
 using Clock = std::chrono::steady_clock;
 
 struct RedisDeleter
 {
-	void		operator()(redisContext *c) const { redisFree(c); }
+	void
+	operator()(redisContext *c) const
+	{
+		redisFree(c);
+	}
 };
 struct ReplyDeleter
 {
-	void		operator()(redisReply *r) const { freeReplyObject(r); }
+	void
+	operator()(redisReply *r) const
+	{
+		freeReplyObject(r);
+	}
 };
 using RedisPtr = std::unique_ptr<redisContext, RedisDeleter>;
 using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
@@ -94,7 +101,7 @@ Checked(redisContext *ctx, void *raw)
 {
 	if (raw == nullptr)
 		throw std::runtime_error(std::string("redis: ") + (ctx->err ? ctx->errstr : "no reply"));
-	ReplyPtr	reply(static_cast<redisReply *>(raw));
+	ReplyPtr reply(static_cast<redisReply *>(raw));
 	if (reply->type == REDIS_REPLY_ERROR)
 		throw std::runtime_error(std::string("redis: ") + reply->str);
 	return reply;
@@ -103,16 +110,17 @@ Checked(redisContext *ctx, void *raw)
 RedisPtr
 RedisConnect(int port)
 {
-	RedisPtr	ctx(redisConnect("127.0.0.1", port));
+	RedisPtr ctx(redisConnect("127.0.0.1", port));
 	if (!ctx || ctx->err)
-		throw std::runtime_error(std::string("redis connect: ") + (ctx ? ctx->errstr : "out of memory"));
+		throw std::runtime_error(std::string("redis connect: ") +
+								 (ctx ? ctx->errstr : "out of memory"));
 	return ctx;
 }
 
 std::string
 LoadScript(redisContext *ctx)
 {
-	ReplyPtr	reply = Checked(ctx, redisCommand(ctx, "SCRIPT LOAD %s", kUnlockScript));
+	ReplyPtr reply = Checked(ctx, redisCommand(ctx, "SCRIPT LOAD %s", kUnlockScript));
 	if (reply->type != REDIS_REPLY_STRING)
 		throw std::runtime_error("redis: SCRIPT LOAD failed");
 	return std::string(reply->str, reply->len);
@@ -124,10 +132,10 @@ Worker(const Options &opt, int index, std::atomic<int> &ready, std::atomic<bool>
 {
 	try
 	{
-		pqxx::connection pg("");
-		pqxx::nontransaction tx(pg);	/* every statement in autocommit */
-		RedisPtr	redis;
-		std::string sha;
+		pqxx::connection     pg("");
+		pqxx::nontransaction tx(pg); /* every statement in autocommit */
+		RedisPtr             redis;
+		std::string          sha;
 
 		if (opt.mode == "redis")
 		{
@@ -141,7 +149,7 @@ Worker(const Options &opt, int index, std::atomic<int> &ready, std::atomic<bool>
 		std::mt19937_64 rng(static_cast<unsigned long>(getpid()) * 1000003UL + index);
 		std::uniform_int_distribution<long> pick(1, opt.ids);
 		const std::string prefix = std::to_string(getpid()) + "-" + std::to_string(index) + "-";
-		Counters	c;
+		Counters          c;
 
 		ready.fetch_add(1);
 		while (!go.load())
@@ -149,20 +157,22 @@ Worker(const Options &opt, int index, std::atomic<int> &ready, std::atomic<bool>
 
 		while (!stop.load(std::memory_order_relaxed))
 		{
-			long		id = pick(rng);
+			long id = pick(rng);
 
 			if (opt.mode == "redis")
 			{
 				std::string key = "doc:" + std::to_string(id);
 				std::string value = prefix + std::to_string(c.ops);
-				ReplyPtr	set = Checked(redis.get(), redisCommand(redis.get(), "SET %s %s NX PX 30000",
-																	 key.c_str(), value.c_str()));
+				ReplyPtr    set =
+					Checked(redis.get(), redisCommand(redis.get(), "SET %s %s NX PX 30000",
+													  key.c_str(), value.c_str()));
 
 				if (set->type == REDIS_REPLY_STATUS)
 				{
 					tx.exec_prepared("write", id);
-					ReplyPtr	del = Checked(redis.get(), redisCommand(redis.get(), "EVALSHA %s 1 %s %s",
-																		 sha.c_str(), key.c_str(), value.c_str()));
+					ReplyPtr del =
+						Checked(redis.get(), redisCommand(redis.get(), "EVALSHA %s 1 %s %s",
+														  sha.c_str(), key.c_str(), value.c_str()));
 
 					if (del->type != REDIS_REPLY_INTEGER || del->integer != 1)
 						throw std::runtime_error("redis: lock lost before release (expired?)");
@@ -187,7 +197,7 @@ Worker(const Options &opt, int index, std::atomic<int> &ready, std::atomic<bool>
 	catch (const std::exception &e)
 	{
 		error = e.what();
-		ready.fetch_add(1);		/* do not leave the starter waiting */
+		ready.fetch_add(1); /* do not leave the starter waiting */
 		stop.store(true);
 	}
 }
@@ -203,7 +213,7 @@ Usage()
 Options
 ParseArgs(int argc, char **argv)
 {
-	Options		opt;
+	Options opt;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -236,16 +246,16 @@ ParseArgs(int argc, char **argv)
 	return opt;
 }
 
-}							/* namespace */
+} /* namespace */
 
 int
 main(int argc, char **argv)
 {
-	Options		opt = ParseArgs(argc, argv);
-	std::atomic<int> ready{0};
-	std::atomic<bool> go{false};
-	std::atomic<bool> stop{false};
-	std::vector<Counters> counters(opt.threads);
+	Options                  opt = ParseArgs(argc, argv);
+	std::atomic<int>         ready{0};
+	std::atomic<bool>        go{false};
+	std::atomic<bool>        stop{false};
+	std::vector<Counters>    counters(opt.threads);
 	std::vector<std::string> errors(opt.threads);
 	std::vector<std::thread> threads;
 
@@ -256,14 +266,14 @@ main(int argc, char **argv)
 	/* Connections are made before the clock starts, as pgbench does. */
 	while (ready.load() < opt.threads)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	auto		start = Clock::now();
+	auto start = Clock::now();
 
 	go.store(true);
-	auto		deadline = start + std::chrono::duration<double>(opt.seconds);
+	auto deadline = start + std::chrono::duration<double>(opt.seconds);
 	while (!stop.load() && Clock::now() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(5));
 	stop.store(true);
-	auto		end = Clock::now();
+	auto end = Clock::now();
 	for (auto &t : threads)
 		t.join();
 
@@ -274,15 +284,15 @@ main(int argc, char **argv)
 			return 1;
 		}
 
-	Counters	total;
+	Counters total;
 	for (const auto &c : counters)
 	{
 		total.ops += c.ops;
 		total.granted += c.granted;
 		total.busy += c.busy;
 	}
-	double		secs = std::chrono::duration<double>(end - start).count();
-	std::printf("ops_per_sec=%.1f ops=%ld granted=%ld busy=%ld seconds=%.3f\n",
-				total.ops / secs, total.ops, total.granted, total.busy, secs);
+	double secs = std::chrono::duration<double>(end - start).count();
+	std::printf("ops_per_sec=%.1f ops=%ld granted=%ld busy=%ld seconds=%.3f\n", total.ops / secs,
+				total.ops, total.granted, total.busy, secs);
 	return 0;
 }

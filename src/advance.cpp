@@ -57,17 +57,17 @@ AdvanceSql()
 Datum
 Advance(FunctionCallInfo fcinfo)
 {
-	NameArg		resource = GetNameArg(fcinfo, 0, "resource");
-	int64		token = GetInt64Arg(fcinfo, 1, "token");
-	text	   *name = cstring_to_text_with_len(resource.data, resource.len);
-	Oid			types[2] = {TEXTOID, INT8OID};
-	Datum		values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
-	bool		applied;
-	int64		stored = 0;
+	NameArg resource = GetNameArg(fcinfo, 0, "resource");
+	int64   token = GetInt64Arg(fcinfo, 1, "token");
+	text   *name = cstring_to_text_with_len(resource.data, resource.len);
+	Oid     types[2] = {TEXTOID, INT8OID};
+	Datum   values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
+	bool    applied;
+	int64   stored = 0;
 
 	SPI_connect();
 
-	int			rc = SPI_execute_with_args(AdvanceSql(), 2, types, values, nullptr, false, 0);
+	int rc = SPI_execute_with_args(AdvanceSql(), 2, types, values, nullptr, false, 0);
 
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
@@ -76,16 +76,15 @@ Advance(FunctionCallInfo fcinfo)
 	if (!applied)
 	{
 		/* the row is locked by ON CONFLICT: its token cannot change now */
-		rc = SPI_execute_with_args(
-			"SELECT r.token FROM fence.resources AS r "
-			"WHERE r.name OPERATOR(pg_catalog.=) $1",
-			1, types, values, nullptr, false, 1);
+		rc = SPI_execute_with_args("SELECT r.token FROM fence.resources AS r "
+								   "WHERE r.name OPERATOR(pg_catalog.=) $1",
+								   1, types, values, nullptr, false, 1);
 		if (rc == SPI_OK_SELECT && SPI_processed == 1)
 		{
-			bool		isnull;
+			bool isnull;
 
-			stored = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull));
+			stored = DatumGetInt64(
+				SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		}
 	}
 	SPI_finish();
@@ -95,9 +94,9 @@ Advance(FunctionCallInfo fcinfo)
 	PG_RETURN_BOOL(applied);
 }
 
-}							/* namespace */
+} /* namespace */
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.advance(resource text, token bigint) RETURNS boolean

@@ -21,9 +21,8 @@ void
 RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must not be null", argname)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" must not be null", argname)));
 }
 
 NameArg
@@ -31,19 +30,17 @@ GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	RequireArg(fcinfo, argno, argname);
 
-	text	   *t = PG_GETARG_TEXT_PP(argno);
-	NameArg		name = {VARDATA_ANY(t), (int) VARSIZE_ANY_EXHDR(t)};
+	text   *t = PG_GETARG_TEXT_PP(argno);
+	NameArg name = {VARDATA_ANY(t), (int) VARSIZE_ANY_EXHDR(t)};
 
 	if (name.len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must not be empty", argname)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" must not be empty", argname)));
 	if (name.len > kMaxNameBytes)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" is too long", argname),
-				 errdetail("Names are at most %d bytes long; this one has %d bytes.",
-						   kMaxNameBytes, name.len)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" is too long", argname),
+						errdetail("Names are at most %d bytes long; this one has %d bytes.",
+								  kMaxNameBytes, name.len)));
 	return name;
 }
 
@@ -70,34 +67,32 @@ GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname, bool nul
 		RequireArg(fcinfo, argno, argname);
 	}
 
-	Interval   *iv = PG_GETARG_INTERVAL_P(argno);
+	Interval *iv = PG_GETARG_INTERVAL_P(argno);
 
 #ifdef INTERVAL_NOT_FINITE
 	if (INTERVAL_NOT_FINITE(iv))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be finite", argname)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" must be finite", argname)));
 #endif
 
 	/* 128-bit arithmetic: months * 30 days can overflow int64 microseconds */
-	__int128	usecs = (__int128) iv->month * DAYS_PER_MONTH * USECS_PER_DAY +
-		(__int128) iv->day * USECS_PER_DAY + iv->time;
+	__int128 usecs = (__int128) iv->month * DAYS_PER_MONTH * USECS_PER_DAY +
+					 (__int128) iv->day * USECS_PER_DAY + iv->time;
 
 	if (usecs <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be greater than zero", argname),
-				 errdetail("The interval given is %s.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(iv))))));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("argument \"%s\" must be greater than zero", argname),
+			 errdetail("The interval given is %s.",
+					   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv))))));
 	if (usecs > PG_INT64_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" is too large", argname)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" is too large", argname)));
 	return (int64) usecs;
 }
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.max_name_bytes() RETURNS integer
@@ -106,7 +101,6 @@ GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname, bool nul
  */
 FENCE_SQL_FUNCTION(fence_max_name_bytes)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return Int32GetDatum(fence::kMaxNameBytes);
-	});
+	return fence::Entry(fcinfo,
+						[](FunctionCallInfo fc) { return Int32GetDatum(fence::kMaxNameBytes); });
 }

@@ -17,14 +17,14 @@ namespace fence {
 
 namespace {
 
-bool		callback_registered = false;
+bool callback_registered = false;
 
 /* armed: every WAL record of this transaction so far needs no commit flush */
-bool		armed = false;
-WalMark		armed_at = {InvalidTransactionId, InvalidXLogRecPtr};
+bool    armed = false;
+WalMark armed_at = {InvalidTransactionId, InvalidXLogRecPtr};
 
-bool		overridden = false;
-int			saved_synchronous_commit = 0;
+bool overridden = false;
+int  saved_synchronous_commit = 0;
 
 void
 CommitCallback(XactEvent event, void *arg)
@@ -34,8 +34,7 @@ CommitCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 			/* re-check: no XID change and no WAL since the last marked call */
 			if (armed && GetTopTransactionIdIfAny() == armed_at.xid &&
-				XactLastRecEnd == armed_at.end &&
-				synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
+				XactLastRecEnd == armed_at.end && synchronous_commit > SYNCHRONOUS_COMMIT_OFF)
 			{
 				saved_synchronous_commit = synchronous_commit;
 				synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
@@ -62,7 +61,7 @@ CommitCallback(XactEvent event, void *arg)
 	}
 }
 
-}							/* namespace */
+} /* namespace */
 
 WalMark
 WalMarkNow()
@@ -73,9 +72,8 @@ WalMarkNow()
 void
 AllowAsyncCommitSince(WalMark before)
 {
-	bool		clean_before =
-		(!TransactionIdIsValid(before.xid) && before.end == InvalidXLogRecPtr) ||
-		(armed && before.xid == armed_at.xid && before.end == armed_at.end);
+	bool clean_before = (!TransactionIdIsValid(before.xid) && before.end == InvalidXLogRecPtr) ||
+						(armed && before.xid == armed_at.xid && before.end == armed_at.end);
 
 	if (!clean_before)
 	{
@@ -91,4 +89,4 @@ AllowAsyncCommitSince(WalMark before)
 	armed_at = WalMarkNow();
 }
 
-}							/* namespace fence */
+} /* namespace fence */

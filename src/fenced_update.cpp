@@ -81,10 +81,10 @@ ReadArguments(FunctionCallInfo fcinfo, UpdateRequest *req, Jsonb **key, int64 *t
 	RequireArg(fcinfo, kArgFenceColumn, "fence_column");
 	RequireArg(fcinfo, kArgAllowEqual, "allow_equal");
 
-	Oid			relid = PG_GETARG_OID(kArgRel);
-	Jsonb	   *changes = PG_GETARG_JSONB_P(kArgChanges);
-	Name		fence_name = PG_GETARG_NAME(kArgFenceColumn);
-	bool		allow_equal = PG_GETARG_BOOL(kArgAllowEqual);
+	Oid    relid = PG_GETARG_OID(kArgRel);
+	Jsonb *changes = PG_GETARG_JSONB_P(kArgChanges);
+	Name   fence_name = PG_GETARG_NAME(kArgFenceColumn);
+	bool   allow_equal = PG_GETARG_BOOL(kArgAllowEqual);
 
 	*key = PG_GETARG_JSONB_P(kArgKey);
 	*token = PG_GETARG_INT64(kArgToken);
@@ -99,12 +99,12 @@ void
 BindParameters(PlanEntry *e, const UpdateRequest *req, int64 token, Datum **values_out,
 			   char **nulls_out)
 {
-	Datum	   *values = (Datum *) palloc(sizeof(Datum) * e->nparams);
-	char	   *nulls = (char *) palloc(sizeof(char) * e->nparams);
+	Datum *values = (Datum *) palloc(sizeof(Datum) * e->nparams);
+	char  *nulls = (char *) palloc(sizeof(char) * e->nparams);
 
 	for (int i = 0; i < req->nchanges; i++)
 	{
-		int			p = ChangeParam(i);
+		int p = ChangeParam(i);
 
 		ConvertValue(&e->params[p], &req->changes[i], &values[p], &nulls[p]);
 	}
@@ -112,7 +112,7 @@ BindParameters(PlanEntry *e, const UpdateRequest *req, int64 token, Datum **valu
 	nulls[TokenParam(e->nchanges)] = ' ';
 	for (int i = 0; i < req->nkeys; i++)
 	{
-		int			p = KeyParam(e->nchanges, i);
+		int p = KeyParam(e->nchanges, i);
 
 		ConvertValue(&e->params[p], &req->keys[i], &values[p], &nulls[p]);
 	}
@@ -135,7 +135,7 @@ RunUpdate(PlanEntry *e, int64 token, Datum *values, char *nulls)
 	 * touched.
 	 */
 	volatile PushedToken previous = PushPresentedToken(token);
-	volatile int rc = 0;
+	volatile int         rc = 0;
 
 	PG_TRY();
 	{
@@ -158,10 +158,9 @@ RunUpdate(PlanEntry *e, int64 token, Datum *values, char *nulls)
  * one") and, for one row, *fence / *fence_null.
  */
 void
-SelectByKey(PlanEntry *e, Datum *values, char *nulls, int *nrows, int64 *fence,
-			bool *fence_null)
+SelectByKey(PlanEntry *e, Datum *values, char *nulls, int *nrows, int64 *fence, bool *fence_null)
 {
-	int			rc = SPI_execute_plan(SelectPlan(e), values, nulls, false, 0);
+	int rc = SPI_execute_plan(SelectPlan(e), values, nulls, false, 0);
 
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
@@ -170,8 +169,7 @@ SelectByKey(PlanEntry *e, Datum *values, char *nulls, int *nrows, int64 *fence,
 	*fence_null = true;
 	if (SPI_processed == 1)
 	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-									  fence_null);
+		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, fence_null);
 
 		if (!*fence_null)
 			*fence = DatumGetInt64(d);
@@ -188,12 +186,11 @@ KeyText(Jsonb *key)
 void
 RaiseNotUnique(const PlanEntry *e, Jsonb *key)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_CARDINALITY_VIOLATION),
-			 errmsg("key %s matches more than one row of relation \"%s\"",
-					KeyText(key), e->relname),
-			 errdetail("fence.fenced_update updates exactly one row; nothing was changed."),
-			 errhint("Give the columns of a primary key or unique constraint as the key.")));
+	ereport(ERROR, (errcode(ERRCODE_CARDINALITY_VIOLATION),
+					errmsg("key %s matches more than one row of relation \"%s\"", KeyText(key),
+						   e->relname),
+					errdetail("fence.fenced_update updates exactly one row; nothing was changed."),
+					errhint("Give the columns of a primary key or unique constraint as the key.")));
 }
 
 /*
@@ -207,9 +204,9 @@ RequireOnlyMatch(PlanEntry *e, Jsonb *key, Datum *values, char *nulls)
 	if (KeyIsUnique(e))
 		return;
 
-	int			nrows;
-	int64		current;
-	bool		current_null;
+	int   nrows;
+	int64 current;
+	bool  current_null;
 
 	SelectByKey(e, values, nulls, &nrows, &current, &current_null);
 	if (nrows > 1)
@@ -226,16 +223,15 @@ RequireOnlyMatch(PlanEntry *e, Jsonb *key, Datum *values, char *nulls)
 void
 ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nulls)
 {
-	int			nrows;
-	int64		current;
-	bool		current_null;
+	int   nrows;
+	int64 current;
+	bool  current_null;
 
 	SelectByKey(e, values, nulls, &nrows, &current, &current_null);
 	if (nrows == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("no row of relation \"%s\" matches key %s",
-						e->relname, KeyText(key))));
+				 errmsg("no row of relation \"%s\" matches key %s", e->relname, KeyText(key))));
 	if (nrows > 1)
 		RaiseNotUnique(e, key);
 	if (current_null)
@@ -245,13 +241,14 @@ ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nu
 						e->fence_column, e->relname, KeyText(key)),
 				 errhint("Declare the fence column NOT NULL DEFAULT 0.")));
 	if (FenceAccepts({current, false}, token, e->allow_equal))
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("no row of relation \"%s\" matches key %s",
-						e->relname, KeyText(key)),
-				 errdetail("A row with this key is visible but could not be updated: row-level security hides it from UPDATE, or it was changed concurrently.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("no row of relation \"%s\" matches key %s", e->relname, KeyText(key)),
+			 errdetail(
+				 "A row with this key is visible but could not be updated: row-level security hides it from UPDATE, or it was changed concurrently.")));
 
-	char	   *resource = psprintf("%s %s", e->qualname, KeyText(key));
+	char *resource = psprintf("%s %s", e->qualname, KeyText(key));
 
 	ReportStaleWrite("fenced_update", resource, token, current);
 }
@@ -261,21 +258,21 @@ Datum
 FencedUpdate(FunctionCallInfo fcinfo)
 {
 	UpdateRequest req;
-	Jsonb	   *key;
-	int64		token;
+	Jsonb        *key;
+	int64         token;
 
 	ReadArguments(fcinfo, &req, &key, &token);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	PlanEntry  *e = GetPlanEntry(&req);
-	Datum	   *values;
-	char	   *nulls;
+	PlanEntry *e = GetPlanEntry(&req);
+	Datum     *values;
+	char      *nulls;
 
 	BindParameters(e, &req, token, &values, &nulls);
 
-	uint64		updated = RunUpdate(e, token, values, nulls);
+	uint64 updated = RunUpdate(e, token, values, nulls);
 
 	if (updated > 1)
 		RaiseNotUnique(e, key);
@@ -289,9 +286,9 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	return BoolGetDatum(updated == 1);
 }
 
-}							/* namespace */
+} /* namespace */
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.fenced_update(rel regclass, key jsonb, token bigint, changes jsonb,
@@ -307,7 +304,6 @@ FencedUpdate(FunctionCallInfo fcinfo)
  */
 FENCE_SQL_FUNCTION(fence_fenced_update)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) -> Datum {
-		return fence::FencedUpdate(fc);
-	});
+	return fence::Entry(fcinfo,
+						[](FunctionCallInfo fc) -> Datum { return fence::FencedUpdate(fc); });
 }

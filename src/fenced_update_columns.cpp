@@ -43,16 +43,15 @@ namespace {
 void
 LookUpColumn(const RelInfo *rel, const char *name, int name_len, ColumnRef *col)
 {
-	HeapTuple	tup = nullptr;
+	HeapTuple tup = nullptr;
 
 	/* longer names cannot be column names (no truncation to a prefix) */
 	if (name_len < NAMEDATALEN && (int) strlen(name) == name_len)
 		tup = SearchSysCacheAttName(rel->relid, name);
 	if (!HeapTupleIsValid(tup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						ClipForMessage(name, name_len), NameStr(rel->relname))));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+						errmsg("column \"%s\" of relation \"%s\" does not exist",
+							   ClipForMessage(name, name_len), NameStr(rel->relname))));
 
 	Form_pg_attribute att = (Form_pg_attribute) GETSTRUCT(tup);
 
@@ -64,11 +63,10 @@ LookUpColumn(const RelInfo *rel, const char *name, int name_len, ColumnRef *col)
 	ReleaseSysCache(tup);
 
 	if (col->attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						name, NameStr(rel->relname)),
-				 errdetail("System columns cannot be used in fence.fenced_update.")));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+						errmsg("column \"%s\" of relation \"%s\" does not exist", name,
+							   NameStr(rel->relname)),
+						errdetail("System columns cannot be used in fence.fenced_update.")));
 }
 
 /*
@@ -79,19 +77,18 @@ int
 ReadColumns(const RelInfo *rel, Jsonb *obj, const char *argname, ColumnRef **cols_out)
 {
 	if (!JB_ROOT_IS_OBJECT(obj) || JB_ROOT_IS_SCALAR(obj))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be a JSON object", argname),
-				 errdetail("It maps column names to values, as in {\"id\": 42}.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" must be a JSON object", argname),
+						errdetail("It maps column names to values, as in {\"id\": 42}.")));
 
-	int			n = JB_ROOT_COUNT(obj);
-	ColumnRef  *cols = (ColumnRef *) palloc0(sizeof(ColumnRef) * (n > 0 ? n : 1));
-	JsonbIterator *it = JsonbIteratorInit(&obj->root);
-	JsonbValue	v;
+	int                n = JB_ROOT_COUNT(obj);
+	ColumnRef         *cols = (ColumnRef *) palloc0(sizeof(ColumnRef) * (n > 0 ? n : 1));
+	JsonbIterator     *it = JsonbIteratorInit(&obj->root);
+	JsonbValue         v;
 	JsonbIteratorToken tok;
-	int			i = 0;
-	char	   *name = nullptr;
-	int			name_len = 0;
+	int                i = 0;
+	char              *name = nullptr;
+	int                name_len = 0;
 
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
@@ -132,10 +129,9 @@ ReadKeyColumns(UpdateRequest *req, Jsonb *key)
 	req->nkeys = ReadColumns(&req->rel, key, "key", &req->keys);
 
 	if (req->nkeys == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"key\" must not be an empty object"),
-				 errdetail("The key names the columns that identify the row to update.")));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"key\" must not be an empty object"),
+						errdetail("The key names the columns that identify the row to update.")));
 	for (int i = 0; i < req->nkeys; i++)
 		if (req->keys[i].value.type == jbvNull)
 			ereport(ERROR,
@@ -166,20 +162,19 @@ ConversionContext(void *arg)
 	errcontext("converting the value for column \"%s\"", (const char *) arg);
 }
 
-}							/* namespace */
+} /* namespace */
 
 void
 LookUpRelation(Oid relid, RelInfo *rel)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 
 	if (!HeapTupleIsValid(tup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("relation with OID %u does not exist", relid)));
 
 	Form_pg_class form = (Form_pg_class) GETSTRUCT(tup);
-	Oid			nspid = form->relnamespace;
+	Oid           nspid = form->relnamespace;
 
 	rel->relid = relid;
 	rel->relname = form->relname;
@@ -201,8 +196,8 @@ LookUpRelation(Oid relid, RelInfo *rel)
 }
 
 void
-ReadRequest(Oid relid, Jsonb *key, Jsonb *changes, const char *fence_column,
-			bool allow_equal, UpdateRequest *req)
+ReadRequest(Oid relid, Jsonb *key, Jsonb *changes, const char *fence_column, bool allow_equal,
+			UpdateRequest *req)
 {
 	LookUpRelation(relid, &req->rel);
 	req->allow_equal = allow_equal;
@@ -214,8 +209,8 @@ ReadRequest(Oid relid, Jsonb *key, Jsonb *changes, const char *fence_column,
 void
 InitParam(ParamInfo *p, Oid typid, int32 typmod, MemoryContext cxt)
 {
-	Oid			input;
-	Oid			base = getBaseType(typid);
+	Oid input;
+	Oid base = getBaseType(typid);
 
 	p->typid = typid;
 	p->typmod = typmod;
@@ -228,7 +223,7 @@ void
 ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null)
 {
 	const JsonbValue *v = &col->value;
-	char	   *str = nullptr;
+	char             *str = nullptr;
 
 	switch (v->type)
 	{
@@ -246,8 +241,8 @@ ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null)
 			}
 			break;
 		case jbvNumeric:
-			str = DatumGetCString(DirectFunctionCall1(numeric_out,
-													  NumericGetDatum(v->val.numeric)));
+			str =
+				DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
 			break;
 		case jbvBool:
 			str = pstrdup(v->val.boolean ? "true" : "false");
@@ -273,4 +268,4 @@ ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null)
 	error_context_stack = errcb.previous;
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -60,11 +60,11 @@ namespace {
 /* Plan cache: shape hash -> chain of entries. */
 struct PlanBucket
 {
-	uint64		hash;
-	PlanEntry  *chain;
+	uint64     hash;
+	PlanEntry *chain;
 };
 
-HTAB	   *plan_buckets = nullptr;
+HTAB         *plan_buckets = nullptr;
 MemoryContext plan_cxt = nullptr;
 
 /* Forget what we know about the uniqueness of keys of relation relid. */
@@ -72,7 +72,7 @@ void
 InvalidateUniqueness(Datum arg, Oid relid)
 {
 	HASH_SEQ_STATUS status;
-	PlanBucket *bucket;
+	PlanBucket     *bucket;
 
 	if (plan_buckets == nullptr)
 		return;
@@ -91,7 +91,7 @@ EnsurePlanCache()
 	if (plan_buckets != nullptr)
 		return;
 
-	HASHCTL		ctl;
+	HASHCTL ctl;
 
 	plan_cxt = AllocSetContextCreate(TopMemoryContext, "pg_fence fenced_update plans",
 									 ALLOCSET_SMALL_SIZES);
@@ -111,7 +111,7 @@ EnsurePlanCache()
 void
 BuildShape(StringInfo buf, const UpdateRequest *req)
 {
-	char		flag = req->allow_equal ? 'E' : 'L';
+	char flag = req->allow_equal ? 'E' : 'L';
 
 	appendBinaryStringInfo(buf, (const char *) &req->rel.relid, sizeof(Oid));
 	appendBinaryStringInfo(buf, &flag, 1);
@@ -120,8 +120,8 @@ BuildShape(StringInfo buf, const UpdateRequest *req)
 	for (int pass = 0; pass < 2; pass++)
 	{
 		const ColumnRef *cols = pass == 0 ? req->keys : req->changes;
-		int			n = pass == 0 ? req->nkeys : req->nchanges;
-		char		tag = pass == 0 ? 'K' : 'C';
+		int              n = pass == 0 ? req->nkeys : req->nchanges;
+		char             tag = pass == 0 ? 'K' : 'C';
 
 		for (int i = 0; i < n; i++)
 		{
@@ -145,21 +145,21 @@ InitPlanParams(PlanEntry *e, const UpdateRequest *req)
 	MemoryContext cxt = e->cxt;
 
 	for (int i = 0; i < req->nchanges; i++)
-		InitParam(&e->params[ChangeParam(i)], req->changes[i].typid, req->changes[i].typmod,
-				  cxt);
+		InitParam(&e->params[ChangeParam(i)], req->changes[i].typid, req->changes[i].typmod, cxt);
 	InitParam(&e->params[TokenParam(e->nchanges)], INT8OID, -1, cxt);
 	for (int i = 0; i < req->nkeys; i++)
 	{
 		const ColumnRef *key = &req->keys[i];
-		TypeCacheEntry *tc = lookup_type_cache(key->typid, TYPECACHE_EQ_OPR);
+		TypeCacheEntry  *tc = lookup_type_cache(key->typid, TYPECACHE_EQ_OPR);
 
 		if (!OidIsValid(tc->eq_opr))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("could not identify an equality operator for type %s",
-							format_type_be(key->typid)),
-					 errdetail("Key column \"%s\" of relation \"%s\" cannot be compared for equality.",
-							   key->name, e->relname)));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("could not identify an equality operator for type %s",
+						format_type_be(key->typid)),
+				 errdetail("Key column \"%s\" of relation \"%s\" cannot be compared for equality.",
+						   key->name, e->relname)));
 		/* key values are compared as given: no typmod coercion */
 		InitParam(&e->params[KeyParam(e->nchanges, i)], key->typid, -1, cxt);
 		e->key_attnums[i] = key->attnum;
@@ -174,13 +174,13 @@ InitPlanParams(PlanEntry *e, const UpdateRequest *req)
 void
 AppendOperator(StringInfo buf, Oid opno)
 {
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for operator %u", opno);
 
 	Form_pg_operator op = (Form_pg_operator) GETSTRUCT(tup);
-	char	   *nspname = get_namespace_name(op->oprnamespace);
+	char            *nspname = get_namespace_name(op->oprnamespace);
 
 	if (nspname == nullptr)
 		elog(ERROR, "cache lookup failed for namespace %u", op->oprnamespace);
@@ -214,8 +214,8 @@ char *
 UpdateSql(const PlanEntry *e, const UpdateRequest *req)
 {
 	StringInfoData sql;
-	const char *qfence = quote_identifier(req->fence.name);
-	int			token_param = TokenParam(e->nchanges) + 1;
+	const char    *qfence = quote_identifier(req->fence.name);
+	int            token_param = TokenParam(e->nchanges) + 1;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "UPDATE %s SET ", e->qualname);
@@ -247,8 +247,7 @@ SelectSql(const PlanEntry *e, const UpdateRequest *req)
 SPIPlanPtr
 PrepareKept(const PlanEntry *e, const char *sql)
 {
-	SPIPlanPtr	plan = SPI_prepare_cursor(sql, e->nparams, e->argtypes,
-										  CURSOR_OPT_GENERIC_PLAN);
+	SPIPlanPtr plan = SPI_prepare_cursor(sql, e->nparams, e->argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 	if (plan == nullptr)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -265,12 +264,11 @@ PrepareKept(const PlanEntry *e, const char *sql)
 PlanEntry *
 BuildPlanEntry(const UpdateRequest *req, StringInfo shape)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
-											  "pg_fence fenced_update plan",
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_fence fenced_update plan",
 											  ALLOCSET_SMALL_SIZES);
-	PlanEntry  *e = (PlanEntry *) MemoryContextAllocZero(cxt, sizeof(PlanEntry));
-	int			nkeys = req->nkeys;
-	int			nparams = req->nchanges + 1 + nkeys;
+	PlanEntry    *e = (PlanEntry *) MemoryContextAllocZero(cxt, sizeof(PlanEntry));
+	int           nkeys = req->nkeys;
+	int           nparams = req->nchanges + 1 + nkeys;
 
 	e->cxt = cxt;
 	e->shape = (char *) MemoryContextAlloc(cxt, shape->len);
@@ -293,13 +291,12 @@ BuildPlanEntry(const UpdateRequest *req, StringInfo shape)
 
 	InitPlanParams(e, req);
 
-	char	   *update_sql = UpdateSql(e, req);
+	char *update_sql = UpdateSql(e, req);
 
 	e->select_sql = MemoryContextStrdup(cxt, SelectSql(e, req));
 
-	ereport(DEBUG1,
-			(errmsg_internal("preparing fenced_update plan for %s", e->qualname),
-			 errdetail_internal("%s", update_sql)));
+	ereport(DEBUG1, (errmsg_internal("preparing fenced_update plan for %s", e->qualname),
+					 errdetail_internal("%s", update_sql)));
 	e->update_plan = PrepareKept(e, update_sql);
 
 	/* from here on, nothing can fail: make it permanent */
@@ -325,31 +322,30 @@ bool
 IndexProvesUnique(const PlanEntry *e, HeapTuple tup)
 {
 	Form_pg_index index = (Form_pg_index) GETSTRUCT(tup);
-	bool		usable = index->indisunique && index->indimmediate && index->indisvalid &&
-		heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
-		heap_attisnull(tup, Anum_pg_index_indexprs, nullptr);
+	bool          usable = index->indisunique && index->indimmediate && index->indisvalid &&
+				  heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
+				  heap_attisnull(tup, Anum_pg_index_indexprs, nullptr);
 
 	if (!usable)
 		return false;
 
-	bool		isnull;
-	oidvector  *indclass = (oidvector *) DatumGetPointer(
+	bool       isnull;
+	oidvector *indclass = (oidvector *) DatumGetPointer(
 		SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &isnull));
-	oidvector  *indcoll = (oidvector *) DatumGetPointer(
+	oidvector *indcoll = (oidvector *) DatumGetPointer(
 		SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation, &isnull));
 
 	for (int i = 0; usable && i < index->indnkeyatts; i++)
 	{
-		int			k;
+		int k;
 
 		for (k = 0; k < e->nkeys; k++)
 			if (e->key_attnums[k] == index->indkey.values[i])
 				break;
-		usable = k < e->nkeys &&
-			indcoll->values[i] == e->key_collations[k] &&
-			get_op_opfamily_strategy(e->key_eqops[k],
-									 get_opclass_family(indclass->values[i])) ==
-			BTEqualStrategyNumber;
+		usable =
+			k < e->nkeys && indcoll->values[i] == e->key_collations[k] &&
+			get_op_opfamily_strategy(e->key_eqops[k], get_opclass_family(indclass->values[i])) ==
+				BTEqualStrategyNumber;
 	}
 	return usable;
 }
@@ -358,28 +354,28 @@ IndexProvesUnique(const PlanEntry *e, HeapTuple tup)
 bool
 ProveKeyUnique(const PlanEntry *e)
 {
-	RelInfo		rel;
+	RelInfo rel;
 
 	LookUpRelation(e->relid, &rel);
 	if (rel.relkind == RELKIND_RELATION && rel.hassubclass)
-		return false;			/* a plain UPDATE also updates the children */
+		return false; /* a plain UPDATE also updates the children */
 
-	Relation	r = relation_open(e->relid, AccessShareLock);
-	List	   *indexes = RelationGetIndexList(r);
-	bool		unique = false;
-	ListCell   *lc;
+	Relation  r = relation_open(e->relid, AccessShareLock);
+	List     *indexes = RelationGetIndexList(r);
+	bool      unique = false;
+	ListCell *lc;
 
 	relation_close(r, AccessShareLock);
 
-	foreach(lc, indexes)
+	foreach (lc, indexes)
 	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		Oid       indexoid = lfirst_oid(lc);
+		HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
 
 		if (!HeapTupleIsValid(tup))
 			continue;
 
-		bool		usable = IndexProvesUnique(e, tup);
+		bool usable = IndexProvesUnique(e, tup);
 
 		ReleaseSysCache(tup);
 		if (usable)
@@ -392,19 +388,19 @@ ProveKeyUnique(const PlanEntry *e)
 	return unique;
 }
 
-}							/* namespace */
+} /* namespace */
 
 PlanEntry *
 GetPlanEntry(const UpdateRequest *req)
 {
 	StringInfoData shape;
-	bool		found;
+	bool           found;
 
 	EnsurePlanCache();
 	initStringInfo(&shape);
 	BuildShape(&shape, req);
 
-	uint64		hash = hash_bytes_extended((const unsigned char *) shape.data, shape.len, 0);
+	uint64      hash = hash_bytes_extended((const unsigned char *) shape.data, shape.len, 0);
 	PlanBucket *bucket = (PlanBucket *) hash_search(plan_buckets, &hash, HASH_ENTER, &found);
 
 	if (!found)
@@ -414,22 +410,22 @@ GetPlanEntry(const UpdateRequest *req)
 
 	for (link = &bucket->chain; *link != nullptr; link = &(*link)->next)
 	{
-		PlanEntry  *e = *link;
+		PlanEntry *e = *link;
 
 		if (e->shape_len == shape.len && memcmp(e->shape, shape.data, shape.len) == 0)
 		{
 			if (strcmp(e->relname, NameStr(req->rel.relname)) == 0 &&
 				strcmp(e->nspname, NameStr(req->rel.nspname)) == 0)
-				return e;		/* the fast path */
-			break;				/* renamed: rebuild it */
+				return e; /* the fast path */
+			break;        /* renamed: rebuild it */
 		}
 	}
 
-	PlanEntry  *fresh = BuildPlanEntry(req, &shape);
+	PlanEntry *fresh = BuildPlanEntry(req, &shape);
 
 	if (*link != nullptr)
 	{
-		PlanEntry  *old = *link;
+		PlanEntry *old = *link;
 
 		fresh->next = old->next;
 		*link = fresh;
@@ -462,4 +458,4 @@ KeyIsUnique(PlanEntry *e)
 	return e->key_unique;
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -93,19 +93,19 @@ QualifiedName(Relation rel)
 const char *
 RowDescription(Relation rel, HeapTuple tuple)
 {
-	char	   *desc = nullptr;
-	Oid			pk = compat::PrimaryKeyIndex(rel);
+	char *desc = nullptr;
+	Oid   pk = compat::PrimaryKeyIndex(rel);
 
 	if (OidIsValid(pk))
 	{
-		Relation	idx = index_open(pk, AccessShareLock);
-		int			nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
-		Datum		values[INDEX_MAX_KEYS];
-		bool		isnull[INDEX_MAX_KEYS];
+		Relation idx = index_open(pk, AccessShareLock);
+		int      nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
+		Datum    values[INDEX_MAX_KEYS];
+		bool     isnull[INDEX_MAX_KEYS];
 
 		for (int i = 0; i < nkeys; i++)
-			values[i] = heap_getattr(tuple, idx->rd_index->indkey.values[i],
-									 RelationGetDescr(rel), &isnull[i]);
+			values[i] = heap_getattr(tuple, idx->rd_index->indkey.values[i], RelationGetDescr(rel),
+									 &isnull[i]);
 		desc = BuildIndexValueDescription(idx, values, isnull);
 		index_close(idx, AccessShareLock);
 	}
@@ -118,17 +118,20 @@ RowDescription(Relation rel, HeapTuple tuple)
 void
 RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 current)
 {
-	char	   *table = QualifiedName(rel);
+	char       *table = QualifiedName(rel);
 	const char *key = RowDescription(rel, row);
 
 	ReportStaleWrite("guard", psprintf("%s %s", table, key), presented, current);
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCE_STALE_TOKEN),
-			 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT " of row %s in table %s",
-					presented, current, key, table),
-			 errdetail("The %s was rejected: a guarded row accepts only writes whose token is not lower than its fence, and a newer lock holder has written it.",
-					   op),
-			 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FENCE_STALE_TOKEN),
+		 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT
+				" of row %s in table %s",
+				presented, current, key, table),
+		 errdetail(
+			 "The %s was rejected: a guarded row accepts only writes whose token is not lower than its fence, and a newer lock holder has written it.",
+			 op),
+		 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
 }
 
 /*
@@ -137,26 +140,35 @@ RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 c
  * (which presents no token, like an unchanged one).
  */
 void
-RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null,
-			 const char *column, TokenSettingState setting)
+RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const char *column,
+			 TokenSettingState setting)
 {
-	char	   *table = QualifiedName(rel);
+	char       *table = QualifiedName(rel);
 	const char *key = RowDescription(rel, row);
 
-	ereport(ERROR,
-			(errcode(ERRCODE_FENCE_NO_TOKEN),
-			 errmsg("no fencing token presented for %s of row %s in table %s",
-					is_update ? "UPDATE" : "DELETE", key, table),
-			 setting == TokenSettingState::kSetInOtherTransaction
-			 ? errdetail("fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
-			 : is_update && sets_null
-			 ? errdetail("The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.", column)
-			 : is_update
-			 ? errdetail("The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.", column)
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FENCE_NO_TOKEN),
+		 errmsg("no fencing token presented for %s of row %s in table %s",
+				is_update ? "UPDATE" : "DELETE", key, table),
+		 setting == TokenSettingState::kSetInOtherTransaction
+			 ? errdetail(
+				   "fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
+		 : is_update && sets_null
+			 ? errdetail(
+				   "The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.",
+				   column)
+		 : is_update
+			 ? errdetail(
+				   "The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.",
+				   column)
 			 : errdetail("fence.token is not set in this transaction."),
-			 is_update
-			 ? errhint("Set the fence column \"%s\" to the token in the UPDATE, or run SET LOCAL fence.token = <token> in the same transaction.", column)
-			 : errhint("Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
+		 is_update
+			 ? errhint(
+				   "Set the fence column \"%s\" to the token in the UPDATE, or run SET LOCAL fence.token = <token> in the same transaction.",
+				   column)
+			 : errhint(
+				   "Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
 }
 
 /* The body of fence.guard_trigger(). */
@@ -164,49 +176,50 @@ Datum
 GuardTrigger(FunctionCallInfo fcinfo)
 {
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fence.guard_trigger() must be called as a trigger"),
-				 errhint("Use fence.guard(table) to install it.")));
+		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+						errmsg("fence.guard_trigger() must be called as a trigger"),
+						errhint("Use fence.guard(table) to install it.")));
 
 	TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
 	TriggerEvent ev = td->tg_event;
-	bool		is_update = TRIGGER_FIRED_BY_UPDATE(ev);
+	bool         is_update = TRIGGER_FIRED_BY_UPDATE(ev);
 
 	if (!TRIGGER_FIRED_BEFORE(ev) || !TRIGGER_FIRED_FOR_ROW(ev) ||
 		!(is_update || TRIGGER_FIRED_BY_DELETE(ev)) || td->tg_trigger->tgnargs != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("fence.guard_trigger() must run BEFORE UPDATE OR DELETE FOR EACH ROW with the fence column as its argument"),
-				 errhint("Use fence.guard(table) to install it.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+			 errmsg(
+				 "fence.guard_trigger() must run BEFORE UPDATE OR DELETE FOR EACH ROW with the fence column as its argument"),
+			 errhint("Use fence.guard(table) to install it.")));
 
-	Relation	rel = td->tg_relation;
-	TupleDesc	tupdesc = RelationGetDescr(rel);
+	Relation    rel = td->tg_relation;
+	TupleDesc   tupdesc = RelationGetDescr(rel);
 	const char *column = td->tg_trigger->tgargs[0];
-	int			attnum = SPI_fnumber(tupdesc, column);
+	int         attnum = SPI_fnumber(tupdesc, column);
 
 	if (attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("fence column \"%s\" of guarded table %s does not exist", column,
-						QualifiedName(rel)),
-				 errhint("Run fence.unguard and fence.guard again with the current fence column.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("fence column \"%s\" of guarded table %s does not exist", column,
+					QualifiedName(rel)),
+			 errhint("Run fence.unguard and fence.guard again with the current fence column.")));
 	if (TupleDescAttr(tupdesc, attnum - 1)->atttypid != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("fence column \"%s\" of guarded table %s is not of type bigint", column,
-						QualifiedName(rel))));
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("fence column \"%s\" of guarded table %s is not of type bigint",
+							   column, QualifiedName(rel))));
 
-	HeapTuple	old_row = td->tg_trigtuple;
-	bool		old_null;
-	int64		current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
+	HeapTuple   old_row = td->tg_trigtuple;
+	bool        old_null;
+	int64       current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
 	StoredFence fence = {current, old_null};
 
 	if (is_update)
 	{
-		HeapTuple	new_row = td->tg_newtuple;
-		bool		new_null;
-		int64		fresh = DatumGetInt64(heap_getattr(new_row, attnum, tupdesc, &new_null));
+		HeapTuple new_row = td->tg_newtuple;
+		bool      new_null;
+		int64     fresh = DatumGetInt64(heap_getattr(new_row, attnum, tupdesc, &new_null));
 
 		/* The UPDATE changes the fence column: the new value is its token. */
 		if (!new_null && (old_null || fresh != current))
@@ -220,7 +233,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		 * Otherwise the write presents its token (fenced_update's or
 		 * fence.token); stamp the row with it.
 		 */
-		int64		token;
+		int64             token;
 		TokenSettingState setting;
 
 		if (!TokenPresentedByWrite(&token, &setting))
@@ -228,14 +241,14 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 			RaiseStale(rel, old_row, "UPDATE", token, current);
 
-		int			cols[1] = {attnum};
-		Datum		values[1] = {Int64GetDatum(token)};
-		bool		nulls[1] = {false};
+		int   cols[1] = {attnum};
+		Datum values[1] = {Int64GetDatum(token)};
+		bool  nulls[1] = {false};
 
 		return PointerGetDatum(heap_modify_tuple_by_cols(new_row, tupdesc, 1, cols, values, nulls));
 	}
 
-	int64		token;
+	int64             token;
 	TokenSettingState setting;
 
 	if (!TokenPresentedByWrite(&token, &setting))
@@ -261,8 +274,8 @@ FindGuardTrigger(Relation rel)
 		if (strcmp(t->tgname, kGuardTriggerName) != 0)
 			continue;
 
-		char	   *fn = get_func_name(t->tgfoid);
-		char	   *nsp = get_namespace_name(get_func_namespace(t->tgfoid));
+		char *fn = get_func_name(t->tgfoid);
+		char *nsp = get_namespace_name(get_func_namespace(t->tgfoid));
 
 		if (fn != nullptr && nsp != nullptr && strcmp(fn, "guard_trigger") == 0 &&
 			strcmp(nsp, "fence") == 0)
@@ -285,28 +298,32 @@ FindGuardTrigger(Relation rel)
 void
 RequireChildrenGuarded(Relation rel, const char *column)
 {
-	Oid			relid = RelationGetRelid(rel);
-	List	   *tables = find_all_inheritors(relid, AccessShareLock, nullptr);
-	ListCell   *lc;
+	Oid       relid = RelationGetRelid(rel);
+	List     *tables = find_all_inheritors(relid, AccessShareLock, nullptr);
+	ListCell *lc;
 
-	foreach(lc, tables)
+	foreach (lc, tables)
 	{
-		Oid			child = lfirst_oid(lc);
+		Oid child = lfirst_oid(lc);
 
 		if (child == relid)
 			continue;
 
-		Relation	crel = relation_open(child, NoLock);
+		Relation       crel = relation_open(child, NoLock);
 		const Trigger *t = FindGuardTrigger(crel);
 
 		if (t == nullptr || t->tgnargs != 1 || strcmp(t->tgargs[0], column) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot guard table %s because its inheritance child %s is not guarded with fence column \"%s\"",
-							QualifiedName(rel), QualifiedName(crel), column),
-					 errdetail("An UPDATE or DELETE of %s also writes the rows of its inheritance children, and only a child's own guard checks them.",
-							   QualifiedName(rel)),
-					 errhint("Guard each table of the hierarchy separately, children first, or use a partitioned table, whose guard covers every partition.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg(
+					 "cannot guard table %s because its inheritance child %s is not guarded with fence column \"%s\"",
+					 QualifiedName(rel), QualifiedName(crel), column),
+				 errdetail(
+					 "An UPDATE or DELETE of %s also writes the rows of its inheritance children, and only a child's own guard checks them.",
+					 QualifiedName(rel)),
+				 errhint(
+					 "Guard each table of the hierarchy separately, children first, or use a partitioned table, whose guard covers every partition.")));
 		relation_close(crel, NoLock);
 	}
 	list_free(tables);
@@ -318,16 +335,15 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 {
 	RequireArg(fcinfo, 0, "rel");
 
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel = relation_open(relid, lockmode);
-	char		relkind = rel->rd_rel->relkind;
+	Oid      relid = PG_GETARG_OID(0);
+	Relation rel = relation_open(relid, lockmode);
+	char     relkind = rel->rd_rel->relkind;
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot %s \"%s\"", verb, RelationGetRelationName(rel)),
-				 errdetail_relkind_not_supported(relkind),
-				 errhint("Only tables can be guarded.")));
+				 errdetail_relkind_not_supported(relkind), errhint("Only tables can be guarded.")));
 
 	/* Like CREATE TRIGGER / DROP TRIGGER, but only the owner may do it. */
 	if (!compat::OwnsRelation(relid, GetUserId()))
@@ -343,32 +359,32 @@ Guard(FunctionCallInfo fcinfo)
 	RequireArg(fcinfo, 1, "fence_column");
 
 	/* CREATE TRIGGER's lock, taken before any check */
-	Relation	rel = OpenGuardTarget(fcinfo, ShareRowExclusiveLock, "guard");
-	Oid			relid = RelationGetRelid(rel);
+	Relation    rel = OpenGuardTarget(fcinfo, ShareRowExclusiveLock, "guard");
+	Oid         relid = RelationGetRelid(rel);
 	const char *column = NameStr(*PG_GETARG_NAME(1));
-	AttrNumber	attnum = get_attnum(relid, column);
+	AttrNumber  attnum = get_attnum(relid, column);
 
 	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist", column,
-						RelationGetRelationName(rel)),
-				 errhint("A guarded table needs a bigint fence column, e.g. ALTER TABLE ... ADD COLUMN fence bigint NOT NULL DEFAULT 0.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" of relation \"%s\" does not exist", column,
+					RelationGetRelationName(rel)),
+			 errhint(
+				 "A guarded table needs a bigint fence column, e.g. ALTER TABLE ... ADD COLUMN fence bigint NOT NULL DEFAULT 0.")));
 
-	Oid			type = get_atttype(relid, attnum);
+	Oid type = get_atttype(relid, attnum);
 
 	if (type != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("fence column \"%s\" of relation \"%s\" is of type %s, not bigint",
-						column, RelationGetRelationName(rel), format_type_be(type))));
+		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+						errmsg("fence column \"%s\" of relation \"%s\" is of type %s, not bigint",
+							   column, RelationGetRelationName(rel), format_type_be(type))));
 
 	if (OidIsValid(get_trigger_oid(relid, kGuardTriggerName, true)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("table %s is already guarded", QualifiedName(rel)),
-				 errdetail("It has a trigger named \"%s\".", kGuardTriggerName),
-				 errhint("Run fence.unguard first to guard it with another fence column.")));
+		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+						errmsg("table %s is already guarded", QualifiedName(rel)),
+						errdetail("It has a trigger named \"%s\".", kGuardTriggerName),
+						errhint("Run fence.unguard first to guard it with another fence column.")));
 
 	if (rel->rd_rel->relkind == RELKIND_RELATION && has_subclass(relid))
 		RequireChildrenGuarded(rel, column);
@@ -385,8 +401,7 @@ Guard(FunctionCallInfo fcinfo)
 	stmt->trigname = pstrdup(kGuardTriggerName);
 	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
 								  pstrdup(RelationGetRelationName(rel)), -1);
-	stmt->funcname = list_make2(makeString(pstrdup("fence")),
-								makeString(pstrdup("guard_trigger")));
+	stmt->funcname = list_make2(makeString(pstrdup("fence")), makeString(pstrdup("guard_trigger")));
 	stmt->args = list_make1(makeString(pstrdup(column)));
 	stmt->row = true;
 	stmt->timing = TRIGGER_TYPE_BEFORE;
@@ -410,20 +425,20 @@ Datum
 Unguard(FunctionCallInfo fcinfo)
 {
 	/* DROP TRIGGER's lock */
-	Relation	rel = OpenGuardTarget(fcinfo, AccessExclusiveLock, "unguard");
-	Oid			relid = RelationGetRelid(rel);
-	Oid			trigoid = get_trigger_oid(relid, kGuardTriggerName, true);
+	Relation rel = OpenGuardTarget(fcinfo, AccessExclusiveLock, "unguard");
+	Oid      relid = RelationGetRelid(rel);
+	Oid      trigoid = get_trigger_oid(relid, kGuardTriggerName, true);
 
 	/* Drop only a trigger that fence.guard made (runs fence.guard_trigger). */
 	const Trigger *ours = FindGuardTrigger(rel);
 
 	if (ours == nullptr || ours->tgoid != trigoid)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s is not guarded", QualifiedName(rel)),
-				 OidIsValid(trigoid)
-				 ? errdetail("Its trigger \"%s\" was not installed by fence.guard.", kGuardTriggerName)
-				 : 0));
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+						errmsg("table %s is not guarded", QualifiedName(rel)),
+						OidIsValid(trigoid)
+							? errdetail("Its trigger \"%s\" was not installed by fence.guard.",
+										kGuardTriggerName)
+							: 0));
 
 	ObjectAddress addr;
 
@@ -434,9 +449,9 @@ Unguard(FunctionCallInfo fcinfo)
 	PG_RETURN_VOID();
 }
 
-}							/* namespace */
+} /* namespace */
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.guard_trigger() RETURNS trigger

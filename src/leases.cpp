@@ -112,8 +112,8 @@ enum Stmt
 struct StmtDef
 {
 	const char *sql;
-	int			nargs;
-	Oid			argtypes[7];
+	int         nargs;
+	Oid         argtypes[7];
 };
 
 /*
@@ -123,39 +123,44 @@ struct StmtDef
 const StmtDef kStmts[kNumStmts] = {
 	/* kSelect($1 name) */
 	{"SELECT token, expires_at FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
-	 1, {TEXTOID}},
+	 1,
+	 {TEXTOID}},
 	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
 	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at) "
 	 "VALUES ($1, $2, $3, $4, $5, $6)",
-	 6, {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
+	 6,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
 	/* kTakeover(... as kInsert ..., $7 old token) */
 	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
 	 "expires_at = $6 "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7",
-	 7, {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}},
+	 7,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}},
 	/* kRenew($1 name, $2 token, $3 caller, $4 now, $5 new expires_at, $6 admin) */
 	{"UPDATE fence.leases SET expires_at = $5 "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
 	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
 	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $6)",
-	 6, {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID}},
+	 6,
+	 {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID}},
 	/* kRelease($1 name, $2 token, $3 caller, $4 now, $5 admin) */
 	{"DELETE FROM fence.leases "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
 	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
 	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $5)",
-	 5, {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, BOOLOID}},
+	 5,
+	 {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, BOOLOID}},
 };
 
-SPIPlanPtr	plans[kNumStmts];
+SPIPlanPtr plans[kNumStmts];
 
 /* State of one call between LeaseBegin and LeaseEnd. */
 struct LeaseCall
 {
-	LOCKTAG		tag;			/* the name's lease advisory lock */
-	Oid			caller;			/* current_user at entry */
-	Oid			save_userid;
-	int			save_sec_context;
+	LOCKTAG tag;    /* the name's lease advisory lock */
+	Oid     caller; /* current_user at entry */
+	Oid     save_userid;
+	int     save_sec_context;
 };
 
 /*
@@ -164,8 +169,8 @@ struct LeaseCall
  * by the caller.
  */
 void
-SetGrantParams(FunctionCallInfo fcinfo, Datum *values, char *nulls, int64 token,
-			   Oid caller, TimestampTz now, TimestampTz expires)
+SetGrantParams(FunctionCallInfo fcinfo, Datum *values, char *nulls, int64 token, Oid caller,
+			   TimestampTz now, TimestampTz expires)
 {
 	values[1] = Int64GetDatum(token);
 	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
@@ -179,26 +184,26 @@ void
 CheckWritable(const char *what, NameArg name)
 {
 	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot %s lease \"%s\" during recovery", what, NameCString(name)),
-				 errdetail("A standby's lock space is its own; leases are granted only by the primary.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot %s lease \"%s\" during recovery", what, NameCString(name)),
+			 errdetail(
+				 "A standby's lock space is its own; leases are granted only by the primary.")));
 	if (XactReadOnly)
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot %s lease \"%s\" in a read-only transaction", what,
-						NameCString(name)),
-				 errdetail("Leases are rows of the table fence.leases.")));
+		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+						errmsg("cannot %s lease \"%s\" in a read-only transaction", what,
+							   NameCString(name)),
+						errdetail("Leases are rows of the table fence.leases.")));
 }
 
 /* The owner of fence.leases (the role the statements run as). */
 Oid
 LeaseTableOwner()
 {
-	Oid			nsp = get_namespace_oid("fence", true);
-	Oid			relid = OidIsValid(nsp) ? get_relname_relid("leases", nsp) : InvalidOid;
-	HeapTuple	tup = OidIsValid(relid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(relid))
-		: nullptr;
+	Oid       nsp = get_namespace_oid("fence", true);
+	Oid       relid = OidIsValid(nsp) ? get_relname_relid("leases", nsp) : InvalidOid;
+	HeapTuple tup = OidIsValid(relid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(relid)) : nullptr;
 
 	if (!HeapTupleIsValid(tup))
 		ereport(ERROR,
@@ -206,7 +211,7 @@ LeaseTableOwner()
 				 errmsg("pg_fence 0.2.0 or later is not installed in this database"),
 				 errhint("Run CREATE EXTENSION pg_fence, or ALTER EXTENSION pg_fence UPDATE.")));
 
-	Oid			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 
 	ReleaseSysCache(tup);
 	return owner;
@@ -223,9 +228,9 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	SetLockTag(&call->tag, kLeaseLockTagClass, NameHash(name));
 	call->caller = GetUserId();
 
-	Oid			owner = LeaseTableOwner();
+	Oid owner = LeaseTableOwner();
 
-	(void) AttachShared();		/* may raise: before anything is held */
+	(void) AttachShared(); /* may raise: before anything is held */
 	if (LockAcquire(&call->tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 
@@ -236,8 +241,8 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 		if (plans[i] != nullptr)
 			continue;
 
-		SPIPlanPtr	plan = SPI_prepare(kStmts[i].sql, kStmts[i].nargs,
-									   const_cast<Oid *>(kStmts[i].argtypes));
+		SPIPlanPtr plan =
+			SPI_prepare(kStmts[i].sql, kStmts[i].nargs, const_cast<Oid *>(kStmts[i].argtypes));
 
 		if (plan == nullptr)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s", kStmts[i].sql,
@@ -252,7 +257,7 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	 */
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
 	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+									  SECURITY_RESTRICTED_OPERATION);
 	return true;
 }
 
@@ -271,8 +276,8 @@ LeaseEnd(LeaseCall *call, bool changed)
 uint64
 Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
 {
-	int			rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(),
-										  InvalidSnapshot, false, true, 0);
+	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
+								  false, true, 0);
 
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s", kStmts[stmt].sql,
@@ -288,8 +293,7 @@ ExpiresAt(TimestampTz now, int64 ttl)
 
 	if (pg_add_s64_overflow(now, ttl, &result) || !IS_VALID_TIMESTAMP(result))
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"ttl\" is too large"),
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("argument \"ttl\" is too large"),
 				 errdetail("The lease would expire after the end of the timestamp range.")));
 	return result;
 }
@@ -298,7 +302,7 @@ ExpiresAt(TimestampTz now, int64 ttl)
 bool
 CallerIsAdmin(Oid caller)
 {
-	Oid			admin = get_role_oid("fence_admin", true);
+	Oid admin = get_role_oid("fence_admin", true);
 
 	return OidIsValid(admin) && has_privs_of_role(caller, admin);
 }
@@ -306,13 +310,13 @@ CallerIsAdmin(Oid caller)
 Datum
 LeaseAcquire(FunctionCallInfo fcinfo)
 {
-	NameArg		name = GetNameArg(fcinfo, 0, "name");
-	int64		ttl = GetDurationArg(fcinfo, 1, "ttl", false);
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
 
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl);	/* validate before anything */
+	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
 	CheckWritable("acquire", name);
 
-	LeaseCall	call;
+	LeaseCall call;
 
 	if (!LeaseBegin(&call, name, false))
 	{
@@ -322,15 +326,15 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz expires = ExpiresAt(now, ttl);
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum       values[7];
+	char        nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = PG_GETARG_DATUM(0);
 	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) > 0)
 	{
-		bool		isnull;
-		int64		old_token = DatumGetInt64(
-			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		bool  isnull;
+		int64 old_token =
+			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		TimestampTz old_expires = DatumGetTimestampTz(
 			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
@@ -342,7 +346,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 			PG_RETURN_NULL();
 		}
 
-		int64		token = IssueToken();
+		int64 token = IssueToken();
 
 		SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
 		values[6] = Int64GetDatum(old_token);
@@ -354,7 +358,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 		PG_RETURN_INT64(token);
 	}
 
-	int64		token = IssueToken();
+	int64 token = IssueToken();
 
 	SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
 	(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
@@ -366,21 +370,21 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 Datum
 LeaseRenew(FunctionCallInfo fcinfo)
 {
-	NameArg		name = GetNameArg(fcinfo, 0, "name");
-	int64		token = GetInt64Arg(fcinfo, 1, "token");
-	int64		ttl = GetDurationArg(fcinfo, 2, "ttl", false);
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   token = GetInt64Arg(fcinfo, 1, "token");
+	int64   ttl = GetDurationArg(fcinfo, 2, "ttl", false);
 
 	(void) ExpiresAt(GetCurrentTimestamp(), ttl);
 	CheckWritable("renew", name);
 
-	LeaseCall	call;
+	LeaseCall call;
 
 	(void) LeaseBegin(&call, name, true);
 
 	/* the clock is read after any wait for the lock */
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[6];
-	const char	nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum       values[6];
+	const char  nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = Int64GetDatum(token);
@@ -389,7 +393,7 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	values[4] = TimestampTzGetDatum(ExpiresAt(now, ttl));
 	values[5] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool		renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
+	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
 	LeaseEnd(&call, renewed);
 	PG_RETURN_BOOL(renewed);
@@ -398,20 +402,20 @@ LeaseRenew(FunctionCallInfo fcinfo)
 Datum
 LeaseRelease(FunctionCallInfo fcinfo)
 {
-	NameArg		name = GetNameArg(fcinfo, 0, "name");
-	int64		token = GetInt64Arg(fcinfo, 1, "token");
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   token = GetInt64Arg(fcinfo, 1, "token");
 
 	CheckWritable("release", name);
 
 	/* design note 5: where its WAL stood before the release */
-	WalMark		before = WalMarkNow();
-	LeaseCall	call;
+	WalMark   before = WalMarkNow();
+	LeaseCall call;
 
 	(void) LeaseBegin(&call, name, true);
 
 	TimestampTz now = GetCurrentTimestamp();
-	Datum		values[5];
-	const char	nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum       values[5];
+	const char  nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = Int64GetDatum(token);
@@ -419,7 +423,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	values[3] = TimestampTzGetDatum(now);
 	values[4] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool		released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
+	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
 	LeaseEnd(&call, released);
 
@@ -428,9 +432,9 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	PG_RETURN_BOOL(released);
 }
 
-}							/* namespace */
+} /* namespace */
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL)

@@ -37,28 +37,28 @@ constexpr const char *kLockWaitEvent = "PgFenceLock";
  */
 struct HeldLock
 {
-	uint64		key;			/* hash key: NameHash(name) */
-	char	   *name;			/* NUL-terminated, in TopMemoryContext */
-	int			name_len;
-	int64		token;			/* fencing token of this grant */
-	int32		session_holds;	/* released by unlock / unlock_all */
-	int32		xact_holds;		/* released at (sub)transaction end */
+	uint64      key;  /* hash key: NameHash(name) */
+	char       *name; /* NUL-terminated, in TopMemoryContext */
+	int         name_len;
+	int64       token;         /* fencing token of this grant */
+	int32       session_holds; /* released by unlock / unlock_all */
+	int32       xact_holds;    /* released at (sub)transaction end */
 	TimestampTz granted_at;
 };
 
 /* A transaction hold, with the nesting level of the subtransaction that took it. */
 struct XactHold
 {
-	HeldLock   *lock;
-	int			level;
+	HeldLock *lock;
+	int       level;
 };
 
-HTAB	   *held_locks = nullptr;
+HTAB *held_locks = nullptr;
 
 /* Transaction holds, oldest first; levels never decrease towards the top. */
-XactHold   *xact_holds = nullptr;
-int			n_xact_holds = 0;
-int			max_xact_holds = 0;
+XactHold *xact_holds = nullptr;
+int       n_xact_holds = 0;
+int       max_xact_holds = 0;
 
 void
 EnsureHeldLocks()
@@ -66,14 +66,14 @@ EnsureHeldLocks()
 	if (held_locks != nullptr)
 		return;
 
-	HASHCTL		ctl;
+	HASHCTL ctl;
 
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(uint64);
 	ctl.entrysize = sizeof(HeldLock);
 	ctl.hcxt = TopMemoryContext;
-	held_locks = hash_create("pg_fence held locks", 64, &ctl,
-							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	held_locks =
+		hash_create("pg_fence held locks", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 /* Does this backend hold the lock manager's lock on tag (in any scope)? */
@@ -90,14 +90,13 @@ ReserveXactHold()
 	if (n_xact_holds < max_xact_holds)
 		return;
 
-	int			newmax = max_xact_holds == 0 ? 16 : max_xact_holds * 2;
+	int newmax = max_xact_holds == 0 ? 16 : max_xact_holds * 2;
 
 	if (xact_holds == nullptr)
 		xact_holds = static_cast<XactHold *>(
 			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(XactHold)));
 	else
-		xact_holds = static_cast<XactHold *>(
-			repalloc(xact_holds, newmax * sizeof(XactHold)));
+		xact_holds = static_cast<XactHold *>(repalloc(xact_holds, newmax * sizeof(XactHold)));
 	max_xact_holds = newmax;
 }
 
@@ -119,7 +118,7 @@ ForgetIfUnheld(HeldLock *lock)
 		return;
 	StatsRecordRelease(lock->key);
 	pfree(lock->name);
-	uint64		key = lock->key;
+	uint64 key = lock->key;
 
 	hash_search(held_locks, &key, HASH_REMOVE, nullptr);
 }
@@ -148,7 +147,7 @@ CheckSessionHolds(HeldLock *lock)
 	if (lock->session_holds == 0 || lock->xact_holds > 0)
 		return;
 
-	LOCKTAG		tag;
+	LOCKTAG tag;
 
 	SetLockTag(&tag, kLockTagClass, lock->key);
 	if (!HeldByMe(&tag))
@@ -169,7 +168,7 @@ FindHeld(NameArg name, uint64 key, bool collision_ok)
 	if (held_locks == nullptr)
 		return nullptr;
 
-	HeldLock   *lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
+	HeldLock *lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
 
 	if (lock == nullptr)
 		return nullptr;
@@ -182,11 +181,10 @@ FindHeld(NameArg name, uint64 key, bool collision_ok)
 	{
 		if (collision_ok)
 			return nullptr;
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("lock name \"%s\" has the same 64-bit hash as held lock \"%s\"",
-						NameCString(name), lock->name),
-				 errhint("Release \"%s\" first, or use another name.", lock->name)));
+		ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+						errmsg("lock name \"%s\" has the same 64-bit hash as held lock \"%s\"",
+							   NameCString(name), lock->name),
+						errhint("Release \"%s\" first, or use another name.", lock->name)));
 	}
 	return lock;
 }
@@ -214,12 +212,13 @@ FindHeld(NameArg name, uint64 key, bool collision_ok)
 LockAcquireResult
 WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 {
-	const int	saved_timeout = LockTimeout;
-	const int64 wait_ms = wait_usecs <= 0 ? 0 :
-		Min(wait_usecs / 1000 + (wait_usecs % 1000 != 0), (int64) PG_INT32_MAX);
-	const bool	ours = wait_ms > 0 && (saved_timeout <= 0 || wait_ms < saved_timeout);
+	const int   saved_timeout = LockTimeout;
+	const int64 wait_ms =
+		wait_usecs <= 0 ? 0
+						: Min(wait_usecs / 1000 + (wait_usecs % 1000 != 0), (int64) PG_INT32_MAX);
+	const bool ours = wait_ms > 0 && (saved_timeout <= 0 || wait_ms < saved_timeout);
 	volatile LockAcquireResult res = LOCKACQUIRE_NOT_AVAIL;
-	MemoryContext oldcxt = CurrentMemoryContext;
+	MemoryContext              oldcxt = CurrentMemoryContext;
 
 	static uint32 wait_event = 0;
 
@@ -244,23 +243,22 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 			LockRelease(tag, ExclusiveLock, session);
 		MemoryContextSwitchTo(oldcxt);
 
-		ErrorData  *edata = CopyErrorData();
+		ErrorData *edata = CopyErrorData();
 
 		if (ours && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		{
-			Interval	iv;
+			Interval iv;
 
 			FlushErrorState();
 			StatsCount(StatKind::kTimeouts);
 			memset(&iv, 0, sizeof(iv));
 			iv.time = wait_ms * 1000;
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not obtain lock \"%s\" within %s",
-							NameCString(name),
-							DatumGetCString(DirectFunctionCall1(interval_out,
-																IntervalPGetDatum(&iv)))),
-					 errhint("Another session holds it; see the view fence.locks.")));
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain lock \"%s\" within %s", NameCString(name),
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&iv)))),
+				 errhint("Another session holds it; see the view fence.locks.")));
 		}
 		FreeErrorData(edata);
 		PG_RE_THROW();
@@ -290,7 +288,7 @@ XactCallback(XactEvent event, void *arg)
 			 */
 			for (int i = 0; i < n_xact_holds; i++)
 			{
-				HeldLock   *lock = xact_holds[i].lock;
+				HeldLock *lock = xact_holds[i].lock;
 
 				if (--lock->xact_holds == 0)
 					ForgetIfUnheld(lock);
@@ -303,10 +301,10 @@ XactCallback(XactEvent event, void *arg)
 }
 
 void
-SubXactCallback(SubXactEvent event, SubTransactionId mySubid,
-				SubTransactionId parentSubid, void *arg)
+SubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid,
+				void *arg)
 {
-	int			level = GetCurrentTransactionNestLevel();
+	int level = GetCurrentTransactionNestLevel();
 
 	switch (event)
 	{
@@ -314,7 +312,7 @@ SubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 			/* ROLLBACK TO SAVEPOINT: the lock manager releases the holds taken since */
 			while (n_xact_holds > 0 && xact_holds[n_xact_holds - 1].level >= level)
 			{
-				HeldLock   *lock = xact_holds[--n_xact_holds].lock;
+				HeldLock *lock = xact_holds[--n_xact_holds].lock;
 
 				lock->xact_holds--;
 				ForgetIfUnheld(lock);
@@ -330,33 +328,35 @@ SubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-}							/* namespace */
+} /* namespace */
 
 bool
 AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 {
-	const bool	session = scope == Scope::kSession;
+	const bool session = scope == Scope::kSession;
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot acquire lock \"%s\" during recovery", NameCString(name)),
-				 errdetail("A standby's lock space is its own; locks are granted only by the primary.")));
+				 errdetail(
+					 "A standby's lock space is its own; locks are granted only by the primary.")));
 	if (XactReadOnly)
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot acquire lock \"%s\" in a read-only transaction",
-						NameCString(name)),
-				 errdetail("Granting a lock issues a fencing token, which writes to the token sequence.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot acquire lock \"%s\" in a read-only transaction", NameCString(name)),
+			 errdetail(
+				 "Granting a lock issues a fencing token, which writes to the token sequence.")));
 
-	(void) AttachShared();		/* may raise: before anything is held */
+	(void) AttachShared(); /* may raise: before anything is held */
 	EnsureHeldLocks();
 	if (!session)
 		ReserveXactHold();
 
-	uint64		key = NameHash(name);
-	HeldLock   *lock = FindHeld(name, key, false);
-	LOCKTAG		tag;
+	uint64    key = NameHash(name);
+	HeldLock *lock = FindHeld(name, key, false);
+	LOCKTAG   tag;
 
 	SetLockTag(&tag, kLockTagClass, key);
 
@@ -367,7 +367,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		 * other scope takes the lock manager's lock for that scope too (it
 		 * is granted at once: this backend already holds the tag).
 		 */
-		bool		first_in_scope = session ? lock->session_holds == 0 : lock->xact_holds == 0;
+		bool first_in_scope = session ? lock->session_holds == 0 : lock->xact_holds == 0;
 
 		if (first_in_scope)
 			(void) LockAcquire(&tag, ExclusiveLock, session, true);
@@ -375,7 +375,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		{
 			lock->session_holds++;
 			if (first_in_scope)
-				RecordKind(lock);	/* transaction-only until now */
+				RecordKind(lock); /* transaction-only until now */
 		}
 		else
 		{
@@ -411,8 +411,8 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 
 	PG_TRY();
 	{
-		int64		t = IssueToken();
-		bool		found;
+		int64 t = IssueToken();
+		bool  found;
 
 		lock = static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_ENTER, &found));
 		Assert(!found);
@@ -433,8 +433,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 			PushXactHold(lock);
 			lock->xact_holds = 1;
 		}
-		StatsRecordGrant(key, lock->name, lock->name_len, t,
-						 session ? 's' : 'x', lock->granted_at);
+		StatsRecordGrant(key, lock->name, lock->name_len, t, session ? 's' : 'x', lock->granted_at);
 		*token = t;
 	}
 	PG_CATCH();
@@ -442,8 +441,8 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		MemoryContextSwitchTo(oldcxt);
 		if (entered)
 		{
-			HeldLock   *partial = static_cast<HeldLock *>(
-				hash_search(held_locks, &key, HASH_FIND, nullptr));
+			HeldLock *partial =
+				static_cast<HeldLock *>(hash_search(held_locks, &key, HASH_FIND, nullptr));
 
 			if (partial != nullptr)
 			{
@@ -478,20 +477,20 @@ InitLocks()
 static bool
 ReleaseLock(NameArg name, int64 token)
 {
-	uint64		key = NameHash(name);
-	HeldLock   *lock = FindHeld(name, key, true);
+	uint64    key = NameHash(name);
+	HeldLock *lock = FindHeld(name, key, true);
 
 	if (lock == nullptr || lock->session_holds == 0 || lock->token != token)
 		return false;
 
 	if (--lock->session_holds == 0)
 	{
-		LOCKTAG		tag;
+		LOCKTAG tag;
 
 		SetLockTag(&tag, kLockTagClass, key);
 		LockRelease(&tag, ExclusiveLock, true);
 		if (lock->xact_holds > 0)
-			RecordKind(lock);	/* transaction holds remain */
+			RecordKind(lock); /* transaction holds remain */
 		ForgetIfUnheld(lock);
 	}
 	return true;
@@ -505,8 +504,8 @@ ReleaseAllSessionLocks()
 		return 0;
 
 	HASH_SEQ_STATUS status;
-	HeldLock   *lock;
-	int32		released = 0;
+	HeldLock       *lock;
+	int32           released = 0;
 
 	hash_seq_init(&status, held_locks);
 	while ((lock = static_cast<HeldLock *>(hash_seq_search(&status))) != nullptr)
@@ -514,7 +513,7 @@ ReleaseAllSessionLocks()
 		if (lock->session_holds == 0)
 			continue;
 
-		LOCKTAG		tag;
+		LOCKTAG tag;
 
 		SetLockTag(&tag, kLockTagClass, lock->key);
 		/* skip holds that pg_advisory_unlock_all() / DISCARD ALL already ended */
@@ -525,13 +524,13 @@ ReleaseAllSessionLocks()
 		}
 		lock->session_holds = 0;
 		if (lock->xact_holds > 0)
-			RecordKind(lock);	/* transaction holds remain */
-		ForgetIfUnheld(lock);	/* removing the current entry is allowed */
+			RecordKind(lock); /* transaction holds remain */
+		ForgetIfUnheld(lock); /* removing the current entry is allowed */
 	}
 	return released;
 }
 
-}							/* namespace fence */
+} /* namespace fence */
 
 using fence::NameArg;
 using fence::Scope;
@@ -540,13 +539,13 @@ using fence::Scope;
 static Datum
 LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
 {
-	NameArg		name = fence::GetNameArg(fcinfo, 0, "name");
-	int64		wait_usecs = 0;
+	NameArg name = fence::GetNameArg(fcinfo, 0, "name");
+	int64   wait_usecs = 0;
 
 	if (wait)
 		wait_usecs = fence::GetDurationArg(fcinfo, 1, "timeout", true);
 
-	int64		token = 0;
+	int64 token = 0;
 
 	if (!fence::AcquireLock(name, scope, wait_usecs, &token))
 		PG_RETURN_NULL();
@@ -560,9 +559,8 @@ LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
  */
 FENCE_SQL_FUNCTION(fence_try_lock)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return LockFunction(fc, Scope::kSession, false);
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kSession, false); });
 }
 
 /*
@@ -572,9 +570,8 @@ FENCE_SQL_FUNCTION(fence_try_lock)
  */
 FENCE_SQL_FUNCTION(fence_lock)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return LockFunction(fc, Scope::kSession, true);
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kSession, true); });
 }
 
 /*
@@ -583,9 +580,8 @@ FENCE_SQL_FUNCTION(fence_lock)
  */
 FENCE_SQL_FUNCTION(fence_try_xact_lock)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return LockFunction(fc, Scope::kTransaction, false);
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kTransaction, false); });
 }
 
 /*
@@ -594,9 +590,8 @@ FENCE_SQL_FUNCTION(fence_try_xact_lock)
  */
 FENCE_SQL_FUNCTION(fence_xact_lock)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return LockFunction(fc, Scope::kTransaction, true);
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kTransaction, true); });
 }
 
 /*
@@ -607,8 +602,8 @@ FENCE_SQL_FUNCTION(fence_xact_lock)
 FENCE_SQL_FUNCTION(fence_unlock)
 {
 	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		NameArg		name = fence::GetNameArg(fc, 0, "name");
-		int64		token = fence::GetInt64Arg(fc, 1, "token");
+		NameArg name = fence::GetNameArg(fc, 0, "name");
+		int64   token = fence::GetInt64Arg(fc, 1, "token");
 
 		return BoolGetDatum(fence::ReleaseLock(name, token));
 	});
@@ -621,7 +616,6 @@ FENCE_SQL_FUNCTION(fence_unlock)
  */
 FENCE_SQL_FUNCTION(fence_unlock_all)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return Int32GetDatum(fence::ReleaseAllSessionLocks());
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return Int32GetDatum(fence::ReleaseAllSessionLocks()); });
 }

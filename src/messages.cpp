@@ -27,7 +27,7 @@ ClipForMessage(const char *s, int len)
 		return pnstrdup(s, len);
 
 	/* whole characters only: never split a multibyte sequence */
-	int			keep = pg_mbcliplen(s, len, kMaxMessageTextBytes);
+	int keep = pg_mbcliplen(s, len, kMaxMessageTextBytes);
 
 	return psprintf("%.*s...", keep, s);
 }
@@ -35,11 +35,11 @@ ClipForMessage(const char *s, int len)
 const char *
 ClipForMessage(const char *s)
 {
-	size_t		len = strlen(s);
+	size_t len = strlen(s);
 
 	if (len <= (size_t) kMaxMessageTextBytes)
 		return s;
 	return ClipForMessage(s, len > (size_t) PG_INT32_MAX ? PG_INT32_MAX : (int) len);
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -39,11 +39,14 @@ NoticeIfNoSharedMemory(const char *what)
 {
 	if (SharedMode() != ShmemMode::kNone)
 		return;
-	ereport(creating_extension ? WARNING : NOTICE,
-			(errmsg("pg_fence is not in shared_preload_libraries: %s", what),
-			 errdetail("On PostgreSQL %d, pg_fence has shared memory only when it is preloaded; without it tokens come from the sequence directly, fence.stats() counts nothing and fence.locks shows no lock names.",
-					   PG_VERSION_NUM / 10000),
-			 errhint("Add pg_fence to shared_preload_libraries in postgresql.conf and restart the server.")));
+	ereport(
+		creating_extension ? WARNING : NOTICE,
+		(errmsg("pg_fence is not in shared_preload_libraries: %s", what),
+		 errdetail(
+			 "On PostgreSQL %d, pg_fence has shared memory only when it is preloaded; without it tokens come from the sequence directly, fence.stats() counts nothing and fence.locks shows no lock names.",
+			 PG_VERSION_NUM / 10000),
+		 errhint(
+			 "Add pg_fence to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
 /* fence.held_locks(): one row per registered hold in this database. */
@@ -56,12 +59,12 @@ HeldLocks(FunctionCallInfo fcinfo)
 	NoticeIfNoSharedMemory("fence.locks shows no lock names");
 
 	RegisteredLock *locks;
-	int			n = RegistrySnapshot(MyDatabaseId, &locks);
+	int             n = RegistrySnapshot(MyDatabaseId, &locks);
 
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum values[6];
+		bool  nulls[6] = {false, false, false, false, false, false};
 
 		values[0] = Int32GetDatum(locks[i].pid);
 		values[1] = Int64GetDatum((int64) locks[i].key);
@@ -78,17 +81,17 @@ HeldLocks(FunctionCallInfo fcinfo)
 Datum
 Stats(FunctionCallInfo fcinfo)
 {
-	TupleDesc	tupdesc;
+	TupleDesc tupdesc;
 
 	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
 	constexpr int n = (int) StatKind::kCount;
-	uint64		counters[n];
-	Datum		values[n];
-	bool		nulls[n];
-	bool		available = StatsRead(MyDatabaseId, counters);
+	uint64        counters[n];
+	Datum         values[n];
+	bool          nulls[n];
+	bool          available = StatsRead(MyDatabaseId, counters);
 
 	for (int c = 0; c < n; c++)
 	{
@@ -119,9 +122,9 @@ SharedMemory(FunctionCallInfo fcinfo)
 	return CStringGetTextDatum(where);
 }
 
-}							/* namespace */
+} /* namespace */
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * fence.held_locks() RETURNS TABLE(pid integer, key bigint, name text,
@@ -166,7 +169,6 @@ FENCE_SQL_FUNCTION(fence_shared_memory)
  */
 FENCE_SQL_FUNCTION(fence_lock_tag_class)
 {
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
-		return Int16GetDatum((int16) fence::kLockTagClass);
-	});
+	return fence::Entry(
+		fcinfo, [](FunctionCallInfo fc) { return Int16GetDatum((int16) fence::kLockTagClass); });
 }

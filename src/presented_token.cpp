@@ -21,7 +21,7 @@ namespace {
 /* The token of the innermost running fence.fenced_update, if any. */
 PushedToken pushed = {false, 0};
 
-}							/* namespace */
+} /* namespace */
 
 PushedToken
 PushPresentedToken(int64 token)
@@ -52,4 +52,4 @@ TokenPresentedByWrite(int64 *token, TokenSettingState *setting)
 	return *setting == TokenSettingState::kSetInThisTransaction;
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -43,16 +43,16 @@ constexpr const char *kTrancheName = "pg_fence";
 
 struct SharedBlock
 {
-	int			tranche_id;
-	DbShared	dbs[kDbSlots];
+	int      tranche_id;
+	DbShared dbs[kDbSlots];
 	/* then the Registry */
 };
 
-int			max_locks = kDefaultMaxLocks;
-ShmemMode	mode = ShmemMode::kNone;
+int          max_locks = kDefaultMaxLocks;
+ShmemMode    mode = ShmemMode::kNone;
 SharedBlock *block = nullptr;
-bool		tranche_registered = false;
-DbShared   *my_db = nullptr;
+bool         tranche_registered = false;
+DbShared    *my_db = nullptr;
 
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
@@ -60,7 +60,7 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 uint32
 IndexSlots(int capacity)
 {
-	uint32		n = 1;
+	uint32 n = 1;
 
 	while (n < (uint32) capacity * 2)
 		n <<= 1;
@@ -76,7 +76,7 @@ RegistryOffset()
 Size
 BlockSize(int capacity)
 {
-	Size		size = RegistryOffset();
+	Size size = RegistryOffset();
 
 	size = add_size(size, MAXALIGN(sizeof(Registry)));
 	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), IndexSlots(capacity))));
@@ -97,7 +97,7 @@ InitBlock(SharedBlock *b, int capacity)
 	b->tranche_id = LWLockNewTrancheId();
 	for (int i = 0; i < kDbSlots; i++)
 	{
-		DbShared   *db = &b->dbs[i];
+		DbShared *db = &b->dbs[i];
 
 		pg_atomic_init_u32(&db->dboid, 0);
 		LWLockInitialize(&db->token_mover, b->tranche_id);
@@ -111,7 +111,7 @@ InitBlock(SharedBlock *b, int capacity)
 			pg_atomic_init_u64(&db->counters[c], 0);
 	}
 
-	Registry   *r = BlockRegistry(b);
+	Registry *r = BlockRegistry(b);
 
 	LWLockInitialize(&r->lock, b->tranche_id);
 	r->capacity = capacity;
@@ -119,8 +119,8 @@ InitBlock(SharedBlock *b, int capacity)
 	r->used = 0;
 	pg_atomic_init_u64(&r->overflows, 0);
 
-	int32	   *index = RegistryIndex(r);
-	RegEntry   *entries = RegistryEntries(r);
+	int32    *index = RegistryIndex(r);
+	RegEntry *entries = RegistryEntries(r);
 
 	for (uint32 i = 0; i <= r->index_mask; i++)
 		index[i] = -1;
@@ -152,7 +152,7 @@ ShmemStartup()
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 
-	bool		found;
+	bool found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	block = static_cast<SharedBlock *>(ShmemInitStruct(kBlockName, BlockSize(max_locks), &found));
@@ -172,7 +172,7 @@ RegisterTranche()
 	}
 }
 
-}							/* namespace */
+} /* namespace */
 
 void
 InitShmem()
@@ -187,12 +187,12 @@ InitShmem()
 	 * Only when preloading: a PGC_POSTMASTER setting cannot be defined by a
 	 * library loaded later (FATAL).  A named segment has the default size.
 	 */
-	DefineCustomIntVariable("fence.max_locks",
-							"Maximum number of held connection-bound locks fence.locks shows by name.",
-							"Size of the shared registry of held locks (about 1.1 kB each); "
-							"locks beyond it are still granted and shown without their name.",
-							&max_locks, kDefaultMaxLocks, 16, 1000000, PGC_POSTMASTER, 0,
-							nullptr, nullptr, nullptr);
+	DefineCustomIntVariable(
+		"fence.max_locks",
+		"Maximum number of held connection-bound locks fence.locks shows by name.",
+		"Size of the shared registry of held locks (about 1.1 kB each); "
+		"locks beyond it are still granted and shown without their name.",
+		&max_locks, kDefaultMaxLocks, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 	mode = ShmemMode::kPreloaded;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = ShmemRequest;
@@ -211,7 +211,7 @@ AttachShared()
 {
 	if (block == nullptr && mode == ShmemMode::kNamedSegment)
 	{
-		bool		found;
+		bool found;
 
 		block = static_cast<SharedBlock *>(
 			compat::NamedSegment(kBlockName, BlockSize(kDefaultMaxLocks), InitNamedBlock, &found));
@@ -229,15 +229,16 @@ MyDbShared()
 		return nullptr;
 	for (int i = 0; i < kDbSlots; i++)
 	{
-		DbShared   *db = &block->dbs[i];
-		uint32		owner = pg_atomic_read_u32(&db->dboid);
+		DbShared *db = &block->dbs[i];
+		uint32    owner = pg_atomic_read_u32(&db->dboid);
 
 		if (owner == 0)
 		{
-			uint32		expected = 0;
+			uint32 expected = 0;
 
 			owner = pg_atomic_compare_exchange_u32(&db->dboid, &expected, MyDatabaseId)
-				? MyDatabaseId : expected;
+						? MyDatabaseId
+						: expected;
 		}
 		if (owner == MyDatabaseId)
 		{
@@ -271,4 +272,4 @@ RegistryCapacity()
 	return mode == ShmemMode::kPreloaded ? max_locks : kDefaultMaxLocks;
 }
 
-}							/* namespace fence */
+} /* namespace fence */

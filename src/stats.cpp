@@ -46,14 +46,14 @@ namespace fence {
 
 namespace {
 
-bool		exit_callback_registered = false;
-bool		overflow_logged = false;
+bool exit_callback_registered = false;
+bool overflow_logged = false;
 
 /* Index slot where the key's probe starts. */
 uint32
 HomeSlot(const Registry *r, int32 pid, Oid dbid, uint64 hash)
 {
-	uint64		h = hash_combine64(hash, ((uint64) dbid << 32) | (uint32) pid);
+	uint64 h = hash_combine64(hash, ((uint64) dbid << 32) | (uint32) pid);
 
 	return (uint32) (h ^ (h >> 32)) & r->index_mask;
 }
@@ -65,9 +65,9 @@ HomeSlot(const Registry *r, int32 pid, Oid dbid, uint64 hash)
 uint32
 FindSlot(Registry *r, int32 pid, Oid dbid, uint64 hash)
 {
-	int32	   *index = RegistryIndex(r);
-	RegEntry   *entries = RegistryEntries(r);
-	uint32		i = HomeSlot(r, pid, dbid, hash);
+	int32    *index = RegistryIndex(r);
+	RegEntry *entries = RegistryEntries(r);
+	uint32    i = HomeSlot(r, pid, dbid, hash);
 
 	while (index[i] >= 0)
 	{
@@ -88,9 +88,9 @@ FindSlot(Registry *r, int32 pid, Oid dbid, uint64 hash)
 void
 RemoveAt(Registry *r, uint32 i)
 {
-	int32	   *index = RegistryIndex(r);
-	RegEntry   *entries = RegistryEntries(r);
-	int32		victim = index[i];
+	int32    *index = RegistryIndex(r);
+	RegEntry *entries = RegistryEntries(r);
+	int32     victim = index[i];
 
 	entries[victim].in_use = false;
 	entries[victim].next_free = r->free_head;
@@ -101,7 +101,7 @@ RemoveAt(Registry *r, uint32 i)
 	for (uint32 j = (i + 1) & r->index_mask; index[j] >= 0; j = (j + 1) & r->index_mask)
 	{
 		const RegEntry *e = &entries[index[j]];
-		uint32		home = HomeSlot(r, e->pid, e->dbid, e->hash);
+		uint32          home = HomeSlot(r, e->pid, e->dbid, e->hash);
 
 		/* leave it if its home lies cyclically in (i, j] */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
@@ -116,12 +116,12 @@ RemoveAt(Registry *r, uint32 i)
 void
 RegistryCleanup(int code, Datum arg)
 {
-	Registry   *r = SharedRegistry();
+	Registry *r = SharedRegistry();
 
 	if (r == nullptr)
 		return;
 
-	RegEntry   *entries = RegistryEntries(r);
+	RegEntry *entries = RegistryEntries(r);
 
 	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
 	for (int n = 0; n < r->capacity; n++)
@@ -132,7 +132,7 @@ RegistryCleanup(int code, Datum arg)
 	LWLockRelease(&r->lock);
 }
 
-}							/* namespace */
+} /* namespace */
 
 bool
 StatsAvailable()
@@ -146,7 +146,7 @@ StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount])
 	if (!AttachShared())
 		return false;
 
-	DbShared   *db = FindDbShared(dbid);
+	DbShared *db = FindDbShared(dbid);
 
 	for (int c = 0; c < (int) StatKind::kCount; c++)
 		counters[c] = db != nullptr ? pg_atomic_read_u64(&db->counters[c]) : 0;
@@ -160,8 +160,8 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 	if (!AttachShared())
 		return 0;
 
-	Registry   *r = SharedRegistry();
-	RegEntry   *entries = RegistryEntries(r);
+	Registry *r = SharedRegistry();
+	RegEntry *entries = RegistryEntries(r);
 
 	/*
 	 * Copy under the lock into memory allocated before taking it (nothing
@@ -169,12 +169,12 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 	 * left out, as they would be a moment earlier.
 	 */
 	LWLockAcquire(&r->lock, LW_SHARED);
-	int			capacity = r->used;
+	int capacity = r->used;
 
 	LWLockRelease(&r->lock);
 
-	RegEntry   *copy = static_cast<RegEntry *>(palloc(sizeof(RegEntry) * Max(capacity, 1)));
-	int			n = 0;
+	RegEntry *copy = static_cast<RegEntry *>(palloc(sizeof(RegEntry) * Max(capacity, 1)));
+	int       n = 0;
 
 	LWLockAcquire(&r->lock, LW_SHARED);
 	for (int i = 0; i < r->capacity && n < capacity; i++)
@@ -184,7 +184,8 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 	}
 	LWLockRelease(&r->lock);
 
-	RegisteredLock *locks = static_cast<RegisteredLock *>(palloc0(sizeof(RegisteredLock) * Max(n, 1)));
+	RegisteredLock *locks =
+		static_cast<RegisteredLock *>(palloc0(sizeof(RegisteredLock) * Max(n, 1)));
 
 	for (int i = 0; i < n; i++)
 	{
@@ -203,7 +204,7 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 void
 StatsCount(StatKind kind)
 {
-	DbShared   *db = MyDbShared();
+	DbShared *db = MyDbShared();
 
 	if (db != nullptr)
 		pg_atomic_fetch_add_u64(&db->counters[(int) kind], 1);
@@ -213,7 +214,7 @@ void
 StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char kind,
 				 TimestampTz granted_at)
 {
-	Registry   *r = SharedRegistry();
+	Registry *r = SharedRegistry();
 
 	if (r == nullptr)
 		return;
@@ -223,12 +224,12 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 		exit_callback_registered = true;
 	}
 
-	int32	   *index = RegistryIndex(r);
-	RegEntry   *entries = RegistryEntries(r);
-	bool		stored = false;
+	int32    *index = RegistryIndex(r);
+	RegEntry *entries = RegistryEntries(r);
+	bool      stored = false;
 
 	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
-	uint32		slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
+	uint32 slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
 
 	if (index[slot] < 0 && r->free_head >= 0)
 	{
@@ -238,8 +239,8 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 	}
 	if (index[slot] >= 0)
 	{
-		RegEntry   *e = &entries[index[slot]];
-		int			len = Min(name_len, kMaxNameBytes);
+		RegEntry *e = &entries[index[slot]];
+		int       len = Min(name_len, kMaxNameBytes);
 
 		e->pid = MyProcPid;
 		e->dbid = MyDatabaseId;
@@ -257,17 +258,18 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 
 	if (!stored)
 	{
-		uint64		n = pg_atomic_add_fetch_u64(&r->overflows, 1);
+		uint64 n = pg_atomic_add_fetch_u64(&r->overflows, 1);
 
 		if (!overflow_logged)
 		{
 			overflow_logged = true;
-			ereport(LOG,
-					(errmsg("pg_fence: lock registry full (fence.max_locks = %d): held locks are shown in fence.locks without their names",
-							RegistryCapacity()),
-					 errdetail("Grants not registered since server start: " UINT64_FORMAT ".", n),
-					 errhint("Increase fence.max_locks (needs a restart)."),
-					 errhidestmt(true)));
+			ereport(
+				LOG,
+				(errmsg(
+					 "pg_fence: lock registry full (fence.max_locks = %d): held locks are shown in fence.locks without their names",
+					 RegistryCapacity()),
+				 errdetail("Grants not registered since server start: " UINT64_FORMAT ".", n),
+				 errhint("Increase fence.max_locks (needs a restart)."), errhidestmt(true)));
 		}
 	}
 }
@@ -275,13 +277,13 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 void
 StatsRecordRelease(uint64 key)
 {
-	Registry   *r = SharedRegistry();
+	Registry *r = SharedRegistry();
 
 	if (r == nullptr)
 		return;
 
 	LWLockAcquire(&r->lock, LW_EXCLUSIVE);
-	uint32		slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
+	uint32 slot = FindSlot(r, MyProcPid, MyDatabaseId, key);
 
 	if (RegistryIndex(r)[slot] >= 0)
 		RemoveAt(r, slot);
@@ -292,20 +294,20 @@ void
 ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current)
 {
 	StatsCount(StatKind::kStaleWrites);
-	ereport(LOG,
-			(errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT ", current fence " INT64_FORMAT,
-					where, ClipForMessage(resource), presented, current),
-			 errhidestmt(true)));
+	ereport(LOG, (errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT
+						 ", current fence " INT64_FORMAT,
+						 where, ClipForMessage(resource), presented, current),
+				  errhidestmt(true)));
 }
 
 void
 ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs)
 {
 	StatsCount(StatKind::kLeaseTakeovers);
-	ereport(LOG,
-			(errmsg("pg_fence: lease taken over after expiry: \"%s\" token " INT64_FORMAT " -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
-					name, old_token, new_token, expired_usecs / 1000),
-			 errhidestmt(true)));
+	ereport(LOG, (errmsg("pg_fence: lease taken over after expiry: \"%s\" token " INT64_FORMAT
+						 " -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
+						 name, old_token, new_token, expired_usecs / 1000),
+				  errhidestmt(true)));
 }
 
-}							/* namespace fence */
+} /* namespace fence */

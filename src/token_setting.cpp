@@ -28,17 +28,17 @@ namespace {
 /* The GUC's "extra": the parsed value and the transaction that set it. */
 struct TokenExtra
 {
-	bool		has_token;
-	int64		token;
-	LocalTransactionId lxid;	/* InvalidLocalTransactionId: no transaction */
+	bool               has_token;
+	int64              token;
+	LocalTransactionId lxid; /* InvalidLocalTransactionId: no transaction */
 };
 
-char	   *token_string = nullptr;
+char             *token_string = nullptr;
 const TokenExtra *token_current = nullptr;
 
 /* While DefineCustomStringVariable converts a placeholder (see InitTokenSetting). */
-bool		defining_token = false;
-bool		placeholder_set_in_xact = false;
+bool defining_token = false;
+bool placeholder_set_in_xact = false;
 
 LocalTransactionId
 CurrentLxid()
@@ -59,8 +59,8 @@ bool
 CheckToken(char **newval, void **extra, GucSource source)
 {
 	const char *s = *newval;
-	int64		value = 0;
-	bool		has = false;
+	int64       value = 0;
+	bool        has = false;
 
 	if (s != nullptr)
 	{
@@ -68,7 +68,7 @@ CheckToken(char **newval, void **extra, GucSource source)
 			s++;
 		if (*s != '\0')
 		{
-			char	   *end;
+			char *end;
 
 			errno = 0;
 			value = strtoi64(s, &end, 10);
@@ -76,7 +76,8 @@ CheckToken(char **newval, void **extra, GucSource source)
 				end++;
 			if (errno != 0 || end == s || *end != '\0')
 			{
-				GUC_check_errdetail("fence.token must be a fencing token (a bigint), or empty for none.");
+				GUC_check_errdetail(
+					"fence.token must be a fencing token (a bigint), or empty for none.");
 				return false;
 			}
 			has = true;
@@ -122,7 +123,7 @@ PlaceholderSetInTransaction()
 	return gen != nullptr && gen->stack != nullptr && IsTransactionState();
 }
 
-}							/* namespace */
+} /* namespace */
 
 TokenSettingState
 ReadTokenSetting(int64 *token)
@@ -143,13 +144,12 @@ InitTokenSetting()
 {
 	placeholder_set_in_xact = PlaceholderSetInTransaction();
 	defining_token = true;
-	DefineCustomStringVariable("fence.token",
-							   "Fencing token presented by UPDATE and DELETE of guarded tables.",
-							   "Counts only in the transaction that set it: use SET LOCAL fence.token = <token>. "
-							   "A value set in an earlier transaction is ignored.",
-							   &token_string, "", PGC_USERSET,
-							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
-							   CheckToken, AssignToken, nullptr);
+	DefineCustomStringVariable(
+		"fence.token", "Fencing token presented by UPDATE and DELETE of guarded tables.",
+		"Counts only in the transaction that set it: use SET LOCAL fence.token = <token>. "
+		"A value set in an earlier transaction is ignored.",
+		&token_string, "", PGC_USERSET, GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE, CheckToken,
+		AssignToken, nullptr);
 	defining_token = false;
 
 	/*
@@ -163,4 +163,4 @@ InitTokenSetting()
 		const_cast<TokenExtra *>(token_current)->lxid = CurrentLxid();
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -27,8 +27,8 @@ namespace fence {
 namespace {
 
 /* OID of fence.token_seq in this database, or InvalidOid if not looked up. */
-Oid			token_seq_oid = InvalidOid;
-bool		inval_registered = false;
+Oid  token_seq_oid = InvalidOid;
+bool inval_registered = false;
 
 void
 TokenSeqInvalidate(Datum arg, Oid relid)
@@ -80,12 +80,12 @@ constexpr int64 kLowWater = kChunk / 2;
 XLogRecPtr
 FlushSequence(Oid seq)
 {
-	Relation	rel = relation_open(seq, NoLock);
-	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	Relation   rel = relation_open(seq, NoLock);
+	XLogRecPtr lsn = InvalidXLogRecPtr;
 
 	if (RelationNeedsWAL(rel))
 	{
-		Buffer		buf = ReadBuffer(rel, 0);
+		Buffer buf = ReadBuffer(rel, 0);
 
 		lsn = BufferGetLSNAtomic(buf);
 		ReleaseBuffer(buf);
@@ -104,27 +104,27 @@ void
 MoveCeiling(DbShared *slot, Oid seq)
 {
 	SpinLockAcquire(&slot->token_mutex);
-	int64		target = Max(slot->token_ceiling, slot->token_next) + kChunk;
+	int64 target = Max(slot->token_ceiling, slot->token_next) + kChunk;
 
 	SpinLockRelease(&slot->token_mutex);
 
-	Oid			save_userid;
-	int			save_sec_context;
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq));
+	Oid       save_userid;
+	int       save_sec_context;
+	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq));
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", seq);
-	Oid			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 
 	ReleaseSysCache(tup);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+									  SECURITY_RESTRICTED_OPERATION);
 	/* an error restores the user at transaction abort */
 	DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum(target - 1));
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 
-	XLogRecPtr	lsn = FlushSequence(seq);
+	XLogRecPtr lsn = FlushSequence(seq);
 
 	SpinLockAcquire(&slot->token_mutex);
 	slot->token_ceiling = target;
@@ -150,8 +150,8 @@ WaitForSyncStandbys(XLogRecPtr lsn)
 void
 StartCounter(DbShared *slot, Oid seq)
 {
-	int64		v = nextval_internal(seq, false);
-	XLogRecPtr	lsn = FlushSequence(seq);
+	int64      v = nextval_internal(seq, false);
+	XLogRecPtr lsn = FlushSequence(seq);
 
 	SpinLockAcquire(&slot->token_mutex);
 	/* never down: a replaced sequence may start lower than tokens handed out */
@@ -176,7 +176,7 @@ StartCounter(DbShared *slot, Oid seq)
 void
 AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
 {
-	LWLock	   *mover = &slot->token_mover;
+	LWLock *mover = &slot->token_mover;
 
 	LockRelationOid(seq, RowExclusiveLock);
 	if (wait)
@@ -186,8 +186,8 @@ AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
 	PG_TRY();
 	{
 		SpinLockAcquire(&slot->token_mutex);
-		bool		started = slot->token_ready && slot->token_seq == seq;
-		int64		left = slot->token_ceiling - slot->token_next;
+		bool  started = slot->token_ready && slot->token_seq == seq;
+		int64 left = slot->token_ceiling - slot->token_next;
 
 		SpinLockRelease(&slot->token_mutex);
 		if (!started)
@@ -209,13 +209,12 @@ DrawFromSlot(DbShared *slot, Oid seq)
 {
 	for (;;)
 	{
-		int64		token = 0;
-		int64		left = 0;
-		XLogRecPtr	lsn = InvalidXLogRecPtr;
+		int64      token = 0;
+		int64      left = 0;
+		XLogRecPtr lsn = InvalidXLogRecPtr;
 
 		SpinLockAcquire(&slot->token_mutex);
-		if (slot->token_ready && slot->token_seq == seq &&
-			slot->token_next < slot->token_ceiling)
+		if (slot->token_ready && slot->token_seq == seq && slot->token_next < slot->token_ceiling)
 		{
 			token = slot->token_next++;
 			left = slot->token_ceiling - slot->token_next;
@@ -237,7 +236,7 @@ DrawFromSlot(DbShared *slot, Oid seq)
 	}
 }
 
-}							/* namespace */
+} /* namespace */
 
 Oid
 TokenSequenceOid()
@@ -249,14 +248,13 @@ TokenSequenceOid()
 	}
 	if (!OidIsValid(token_seq_oid))
 	{
-		Oid			nsp = get_namespace_oid("fence", true);
-		Oid			seq = OidIsValid(nsp) ? get_relname_relid("token_seq", nsp) : InvalidOid;
+		Oid nsp = get_namespace_oid("fence", true);
+		Oid seq = OidIsValid(nsp) ? get_relname_relid("token_seq", nsp) : InvalidOid;
 
 		if (!OidIsValid(seq))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("pg_fence is not installed in this database"),
-					 errhint("Run CREATE EXTENSION pg_fence.")));
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							errmsg("pg_fence is not installed in this database"),
+							errhint("Run CREATE EXTENSION pg_fence.")));
 		token_seq_oid = seq;
 	}
 	return token_seq_oid;
@@ -266,16 +264,18 @@ int64
 IssueToken()
 {
 	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot issue a fencing token during recovery"),
-				 errdetail("A standby's lock space is its own; locks and leases are granted only by the primary.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot issue a fencing token during recovery"),
+			 errdetail(
+				 "A standby's lock space is its own; locks and leases are granted only by the primary.")));
 
-	Oid			seq = TokenSequenceOid();
+	Oid seq = TokenSequenceOid();
 
-	WalMark		before = WalMarkNow();
-	DbShared   *slot = AttachShared() ? MyDbShared() : nullptr;
-	int64		token;
+	WalMark   before = WalMarkNow();
+	DbShared *slot = AttachShared() ? MyDbShared() : nullptr;
+	int64     token;
 
 	if (slot != nullptr)
 		token = DrawFromSlot(slot, seq);
@@ -288,7 +288,7 @@ IssueToken()
 		 * Make the WAL record covering this value durable before anyone sees
 		 * the value; nearly free when it already is (31 calls in 32).
 		 */
-		XLogRecPtr	lsn = FlushSequence(seq);
+		XLogRecPtr lsn = FlushSequence(seq);
 
 		WaitForSyncStandbys(lsn);
 	}
@@ -302,4 +302,4 @@ IssueToken()
 	return token;
 }
 
-}							/* namespace fence */
+} /* namespace fence */

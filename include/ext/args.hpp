@@ -31,28 +31,27 @@ constexpr int kMaxNameBytes = 1024;
 /* A validated name: points into the (detoasted) argument. */
 struct NameArg
 {
-	const char *data;			/* not NUL-terminated */
-	int			len;
+	const char *data; /* not NUL-terminated */
+	int         len;
 };
 
 /* Raise 22023 naming the argument if argument argno is NULL. */
-void		RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+void RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 /* Argument argno as a lock/lease/resource name; raises 22023 if invalid. */
-NameArg		GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+NameArg GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 /* NUL-terminated palloc'd copy of a name, for messages. */
-char	   *NameCString(NameArg name);
+char *NameCString(NameArg name);
 
 /* Argument argno as a bigint that must not be NULL; raises 22023. */
-int64		GetInt64Arg(FunctionCallInfo fcinfo, int argno, const char *argname);
+int64 GetInt64Arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 /*
  * Argument argno as a duration in microseconds: NULL is allowed only if
  * null_ok (then returns -1); otherwise raises 22023 unless it is a finite
  * interval > 0.  Months count as 30 days, as in EXTRACT(EPOCH FROM ...).
  */
-int64		GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname,
-						   bool null_ok);
+int64 GetDurationArg(FunctionCallInfo fcinfo, int argno, const char *argname, bool null_ok);
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -38,7 +38,7 @@ namespace fence {
 /* A PostgreSQL error caught by Call(): the copied ErrorData, to re-throw. */
 struct PgError
 {
-	ErrorData  *edata;
+	ErrorData *edata;
 };
 
 /*
@@ -51,7 +51,7 @@ void
 Call(F &&f)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	ErrorData  *volatile edata = nullptr;
+	ErrorData *volatile edata = nullptr;
 	std::exception_ptr cxx;
 
 	PG_TRY();
@@ -88,10 +88,10 @@ template <class F>
 Datum
 Entry(FunctionCallInfo fcinfo, F &&body)
 {
-	ErrorData  *edata = nullptr;
-	int			code = 0;
-	char		msg[512];
-	Datum		result = (Datum) 0;
+	ErrorData *edata = nullptr;
+	int        code = 0;
+	char       msg[512];
+	Datum      result = (Datum) 0;
 
 	try
 	{
@@ -124,12 +124,14 @@ Entry(FunctionCallInfo fcinfo, F &&body)
 	return result;
 }
 
-}							/* namespace fence */
+} /* namespace fence */
 
 /*
  * Declare an SQL-callable function with C linkage (STYLE.md P4): the
  * PG_FUNCTION_INFO_V1 record and the function itself.
  */
 #define FENCE_SQL_FUNCTION(fn) \
-	extern "C" { PG_FUNCTION_INFO_V1(fn); } \
+	extern "C" {               \
+	PG_FUNCTION_INFO_V1(fn);   \
+	}                          \
 	extern "C" Datum fn(PG_FUNCTION_ARGS)

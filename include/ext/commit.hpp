@@ -34,12 +34,12 @@ namespace fence {
 /* Where the transaction's WAL stood before a call. */
 struct WalMark
 {
-	TransactionId xid;			/* top-level XID, or invalid */
-	XLogRecPtr	end;			/* XactLastRecEnd */
+	TransactionId xid; /* top-level XID, or invalid */
+	XLogRecPtr    end; /* XactLastRecEnd */
 };
 
 /* The current transaction's WAL position (take it before writing). */
-WalMark		WalMarkNow();
+WalMark WalMarkNow();
 
 /*
  * The WAL this transaction wrote since `before` needs no commit flush.  If
@@ -47,6 +47,6 @@ WalMark		WalMarkNow();
  * or everything up to `before` was itself marked so), its commit will be
  * asynchronous unless it writes more WAL before committing.
  */
-void		AllowAsyncCommitSince(WalMark before);
+void AllowAsyncCommitSince(WalMark before);
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -128,7 +128,7 @@ FindGuc(const char *name)
 	return find_option(name, false, true, DEBUG1);
 #else
 	struct config_generic **vars = get_guc_variables();
-	int			n = GetNumConfigOptions();
+	int                     n = GetNumConfigOptions();
 
 	for (int i = 0; i < n; i++)
 		if (strcmp(vars[i]->name, name) == 0)
@@ -211,4 +211,4 @@ CustomWaitEvent(const char *name)
 #endif
 }
 
-}							/* namespace fence::compat */
+} /* namespace fence::compat */

@@ -53,8 +53,8 @@ namespace fence {
 /* A fence as stored: its value, or NULL. */
 struct StoredFence
 {
-	int64		value;
-	bool		is_null;
+	int64 value;
+	bool  is_null;
 };
 
 /* The fence rule (C form): does fence accept a write presenting token? */
@@ -79,4 +79,4 @@ FenceConditionSql(const char *fence_expr, const char *token_expr, bool allow_equ
 					token_expr);
 }
 
-}							/* namespace fence */
+} /* namespace fence */

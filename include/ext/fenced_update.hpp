@@ -36,72 +36,72 @@ namespace fence {
 /* The relation as found in the catalog for this call. */
 struct RelInfo
 {
-	Oid			relid;
-	NameData	relname;
-	NameData	nspname;
-	char		relkind;
-	bool		hassubclass;
+	Oid      relid;
+	NameData relname;
+	NameData nspname;
+	char     relkind;
+	bool     hassubclass;
 };
 
 /* One column named in key or changes, as found in the catalog. */
 struct ColumnRef
 {
-	char	   *name;			/* the JSON key = attname */
-	AttrNumber	attnum;
-	Oid			typid;
-	int32		typmod;
-	Oid			collation;
-	JsonbValue	value;			/* the JSON value (jbvBinary for containers) */
+	char      *name; /* the JSON key = attname */
+	AttrNumber attnum;
+	Oid        typid;
+	int32      typmod;
+	Oid        collation;
+	JsonbValue value; /* the JSON value (jbvBinary for containers) */
 };
 
 /* What one call asks for: the relation and the columns it names. */
 struct UpdateRequest
 {
-	RelInfo		rel;
-	bool		allow_equal;
-	ColumnRef	fence;			/* the fence column (no value) */
-	ColumnRef  *keys;			/* key columns and values, in jsonb order */
-	int			nkeys;
-	ColumnRef  *changes;		/* changed columns and values, in jsonb order */
-	int			nchanges;
+	RelInfo    rel;
+	bool       allow_equal;
+	ColumnRef  fence; /* the fence column (no value) */
+	ColumnRef *keys;  /* key columns and values, in jsonb order */
+	int        nkeys;
+	ColumnRef *changes; /* changed columns and values, in jsonb order */
+	int        nchanges;
 };
 
 /* How one value (a parameter of the prepared statements) is converted. */
 struct ParamInfo
 {
-	Oid			typid;			/* the column's type (maybe a domain) */
-	int32		typmod;			/* applied by the input function */
-	Oid			typioparam;
-	bool		json_text;		/* base type json/jsonb: pass the JSON value */
-	FmgrInfo	input;			/* the type's input function */
+	Oid      typid;  /* the column's type (maybe a domain) */
+	int32    typmod; /* applied by the input function */
+	Oid      typioparam;
+	bool     json_text; /* base type json/jsonb: pass the JSON value */
+	FmgrInfo input;     /* the type's input function */
 };
 
 /* One prepared shape of call. */
 struct PlanEntry
 {
-	PlanEntry  *next;			/* next entry with the same shape hash */
-	MemoryContext cxt;			/* owns this entry and everything below */
-	char	   *shape;			/* the shape key bytes (see BuildShape) */
-	int			shape_len;
-	Oid			relid;
-	char	   *nspname;		/* names the SQL text was built with */
-	char	   *relname;
-	char	   *qualname;		/* quoted schema.relation, for messages */
-	char	   *fence_column;
-	bool		allow_equal;
-	int			nchanges;		/* parameters: see ChangeParam etc. below */
-	int			nkeys;
-	int			nparams;
-	ParamInfo  *params;
-	Oid		   *argtypes;
-	AttrNumber *key_attnums;
-	Oid		   *key_collations;
-	Oid		   *key_eqops;
-	char	   *select_sql;		/* prepared when first needed */
-	SPIPlanPtr	update_plan;
-	SPIPlanPtr	select_plan;
-	bool		unique_known;	/* key_unique is current */
-	bool		key_unique;		/* key matches at most one row */
+	PlanEntry    *next;  /* next entry with the same shape hash */
+	MemoryContext cxt;   /* owns this entry and everything below */
+	char         *shape; /* the shape key bytes (see BuildShape) */
+	int           shape_len;
+	Oid           relid;
+	char         *nspname; /* names the SQL text was built with */
+	char         *relname;
+	char         *qualname; /* quoted schema.relation, for messages */
+	char         *fence_column;
+	bool          allow_equal;
+	int           nchanges; /* parameters: see ChangeParam etc. below */
+	int           nkeys;
+	int           nparams;
+	ParamInfo    *params;
+	Oid          *argtypes;
+	AttrNumber   *key_attnums;
+	Oid          *key_collations;
+	Oid          *key_eqops;
+	char         *select_sql; /* prepared when first needed */
+	SPIPlanPtr    update_plan;
+	SPIPlanPtr    select_plan;
+	bool          unique_known; /* key_unique is current */
+	bool          key_unique;   /* key matches at most one row */
 };
 
 /*
@@ -129,21 +129,21 @@ KeyParam(int nchanges, int i)
 /* --- fenced_update_columns.cpp --- */
 
 /* rel as found in the catalog; raises 42P01 / 42809 if not a table. */
-void		LookUpRelation(Oid relid, RelInfo *rel);
+void LookUpRelation(Oid relid, RelInfo *rel);
 
 /*
  * Look up what a call names in relation relid and check it (fence column a
  * bigint, a non-empty key without nulls, changes that leave the fence
  * column alone); raises the call's argument errors.
  */
-void		ReadRequest(Oid relid, Jsonb *key, Jsonb *changes, const char *fence_column,
-						bool allow_equal, UpdateRequest *req);
+void ReadRequest(Oid relid, Jsonb *key, Jsonb *changes, const char *fence_column, bool allow_equal,
+				 UpdateRequest *req);
 
 /* Conversion of values for a column; typmod -1 for key values. */
-void		InitParam(ParamInfo *p, Oid typid, int32 typmod, MemoryContext cxt);
+void InitParam(ParamInfo *p, Oid typid, int32 typmod, MemoryContext cxt);
 
 /* Convert the JSON value of col into a parameter of type p. */
-void		ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null);
+void ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null);
 
 /* --- fenced_update_plan.cpp --- */
 
@@ -151,15 +151,15 @@ void		ConvertValue(ParamInfo *p, const ColumnRef *col, Datum *value, char *null)
  * The cached plan entry for this request's shape, built (or rebuilt, when
  * the relation or its schema was renamed) if needed.  SPI must be connected.
  */
-PlanEntry  *GetPlanEntry(const UpdateRequest *req);
+PlanEntry *GetPlanEntry(const UpdateRequest *req);
 
 /* The SELECT on the key of e, prepared when first needed. */
-SPIPlanPtr	SelectPlan(PlanEntry *e);
+SPIPlanPtr SelectPlan(PlanEntry *e);
 
 /*
  * Is the key of e provably unique (answer cached in e until a relcache
  * invalidation of its relation)?  The caller holds a lock on the relation.
  */
-bool		KeyIsUnique(PlanEntry *e);
+bool KeyIsUnique(PlanEntry *e);
 
-}							/* namespace fence */
+} /* namespace fence */

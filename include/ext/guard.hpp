@@ -24,4 +24,4 @@ namespace fence {
 /* Name of the trigger that fence.guard() installs. */
 constexpr const char *kGuardTriggerName = "fence_guard";
 
-}							/* namespace fence */
+} /* namespace fence */

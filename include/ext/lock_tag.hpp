@@ -66,4 +66,4 @@ SetLockTag(LOCKTAG *tag, uint16 tag_class, uint64 name_hash)
 						 tag_class);
 }
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -42,9 +42,9 @@ enum class Scope
  * Returns true and sets *token when granted, false when busy (only when
  * wait_usecs == 0).  PostgreSQL-style: raises ERROR.
  */
-bool		AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token);
+bool AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token);
 
 /* Install the transaction callbacks (from _PG_init). */
-void		InitLocks();
+void InitLocks();
 
-}							/* namespace fence */
+} /* namespace fence */

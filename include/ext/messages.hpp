@@ -40,4 +40,4 @@ const char *ClipForMessage(const char *s);
  */
 const char *ClipForMessage(const char *s, int len);
 
-}							/* namespace fence */
+} /* namespace fence */

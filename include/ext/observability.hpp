@@ -31,23 +31,23 @@ namespace fence {
  * Is the shared block there (attaching to it if need be; may raise ERROR)?
  * False on 15/16 without the preload.
  */
-bool		StatsAvailable();
+bool StatsAvailable();
 
 /* Counters of database dbid since server start; false without shared memory. */
-bool		StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount]);
+bool StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount]);
 
 /* One registry entry, copied out of shared memory (palloc'd name). */
 struct RegisteredLock
 {
-	int32		pid;
-	uint64		key;
-	int64		token;
+	int32       pid;
+	uint64      key;
+	int64       token;
 	TimestampTz granted_at;
-	char		kind;			/* 's' or 'x' */
-	char	   *name;
+	char        kind; /* 's' or 'x' */
+	char       *name;
 };
 
 /* The registry entries of database dbid (palloc'd array); returns the count. */
-int			RegistrySnapshot(Oid dbid, RegisteredLock **out);
+int RegistrySnapshot(Oid dbid, RegisteredLock **out);
 
-}							/* namespace fence */
+} /* namespace fence */

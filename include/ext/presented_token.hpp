@@ -33,7 +33,7 @@ namespace fence {
  * otherwise false, and *setting tells why fence.token did not supply one
  * (kUnset or kSetInOtherTransaction), for the error message.
  */
-bool		TokenPresentedByWrite(int64 *token, TokenSettingState *setting);
+bool TokenPresentedByWrite(int64 *token, TokenSettingState *setting);
 
 /*
  * fence.fenced_update presents its token to the guard triggers its UPDATE
@@ -45,12 +45,12 @@ bool		TokenPresentedByWrite(int64 *token, TokenSettingState *setting);
  */
 struct PushedToken
 {
-	bool		active;			/* a fenced_update is running */
-	int64		token;			/* its token */
+	bool  active; /* a fenced_update is running */
+	int64 token;  /* its token */
 };
 
 PushedToken PushPresentedToken(int64 token);
 /* previous may be volatile: callers keep it across PG_TRY (longjmp). */
-void		PopPresentedToken(const volatile PushedToken &previous);
+void PopPresentedToken(const volatile PushedToken &previous);
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -55,16 +55,16 @@ constexpr int kDefaultMaxLocks = 4096;
 /* One database's share: token allocator state and event counters. */
 struct DbShared
 {
-	pg_atomic_uint32 dboid;		/* 0: free; claimed once, never freed */
+	pg_atomic_uint32 dboid; /* 0: free; claimed once, never freed */
 
 	/* token allocator (tokens.cpp); mutex protects the fields below it */
-	LWLock		token_mover;	/* held by the one backend moving the ceiling */
-	slock_t		token_mutex;
-	bool		token_ready;
-	Oid			token_seq;		/* the sequence the ceiling was written to */
-	int64		token_next;		/* next token to hand out */
-	int64		token_ceiling;	/* tokens below it are durable */
-	XLogRecPtr	token_ceiling_lsn;	/* end of the WAL that made it durable */
+	LWLock     token_mover; /* held by the one backend moving the ceiling */
+	slock_t    token_mutex;
+	bool       token_ready;
+	Oid        token_seq;         /* the sequence the ceiling was written to */
+	int64      token_next;        /* next token to hand out */
+	int64      token_ceiling;     /* tokens below it are durable */
+	XLogRecPtr token_ceiling_lsn; /* end of the WAL that made it durable */
 
 	/* counters of fence.stats() (stats.cpp) */
 	pg_atomic_uint64 counters[(int) StatKind::kCount];
@@ -73,33 +73,33 @@ struct DbShared
 /* Where the shared block lives in this server. */
 enum class ShmemMode
 {
-	kNone,						/* 15/16 without the preload */
-	kPreloaded,					/* main shared memory */
-	kNamedSegment				/* 17+: named DSM segment */
+	kNone,        /* 15/16 without the preload */
+	kPreloaded,   /* main shared memory */
+	kNamedSegment /* 17+: named DSM segment */
 };
 
 /* Define fence.max_locks and request the main shared memory (preload). */
-void		InitShmem();
+void InitShmem();
 
 /* Where the block lives (kNamedSegment even before the first attach). */
-ShmemMode	SharedMode();
+ShmemMode SharedMode();
 
 /*
  * Attach this backend to the block if it exists or can be created: call it
  * before acquiring anything, since it may raise ERROR (creating a DSM
  * segment can fail).  Returns false for kNone.
  */
-bool		AttachShared();
+bool AttachShared();
 
 /*
  * This database's share, claimed on first use; nullptr when there is no
  * block, this backend is not attached yet, or all kDbSlots are taken.
  * Never raises.
  */
-DbShared   *MyDbShared();
+DbShared *MyDbShared();
 
 /* The share of database dbid if it has one (nullptr otherwise); never raises. */
-DbShared   *FindDbShared(Oid dbid);
+DbShared *FindDbShared(Oid dbid);
 
 /*
  * The registry of held connection-bound locks (fence.locks): a fixed table
@@ -108,25 +108,25 @@ DbShared   *FindDbShared(Oid dbid);
  */
 struct RegEntry
 {
-	int32		pid;			/* key: holder backend, database, name hash */
-	Oid			dbid;
-	uint64		hash;
-	int32		next_free;		/* free list link; -1: end */
-	bool		in_use;
-	char		kind;			/* 's' session, 'x' transaction */
-	int16		name_len;
-	int64		token;
+	int32       pid; /* key: holder backend, database, name hash */
+	Oid         dbid;
+	uint64      hash;
+	int32       next_free; /* free list link; -1: end */
+	bool        in_use;
+	char        kind; /* 's' session, 'x' transaction */
+	int16       name_len;
+	int64       token;
 	TimestampTz granted_at;
-	char		name[kMaxNameBytes + 1];
+	char        name[kMaxNameBytes + 1];
 };
 
 struct Registry
 {
-	LWLock		lock;			/* protects everything below */
-	int32		capacity;		/* entries */
-	uint32		index_mask;		/* index slots - 1 */
-	int32		free_head;		/* first free entry; -1: full */
-	int32		used;
+	LWLock           lock;       /* protects everything below */
+	int32            capacity;   /* entries */
+	uint32           index_mask; /* index slots - 1 */
+	int32            free_head;  /* first free entry; -1: full */
+	int32            used;
 	pg_atomic_uint64 overflows; /* grants not registered because it was full */
 	/* then int32 index[index_mask + 1] (-1: empty) and RegEntry entries[capacity] */
 };
@@ -145,9 +145,9 @@ RegistryEntries(Registry *r)
 }
 
 /* The registry, or nullptr (no block, or not attached yet); never raises. */
-Registry   *SharedRegistry();
+Registry *SharedRegistry();
 
 /* fence.max_locks: the registry's capacity in this server. */
-int			RegistryCapacity();
+int RegistryCapacity();
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -19,26 +19,26 @@ namespace fence {
 
 enum class StatKind
 {
-	kAcquired,					/* grants of locks and leases */
-	kBusy,						/* try_* / lease_acquire that found it held */
-	kTimeouts,					/* lock / xact_lock that timed out */
-	kLeaseTakeovers,			/* expired leases taken over */
-	kStaleWrites,				/* writes rejected for a stale token */
+	kAcquired,       /* grants of locks and leases */
+	kBusy,           /* try_* / lease_acquire that found it held */
+	kTimeouts,       /* lock / xact_lock that timed out */
+	kLeaseTakeovers, /* expired leases taken over */
+	kStaleWrites,    /* writes rejected for a stale token */
 	kCount
 };
 
 /* Count one event (no-op without shared memory). */
-void		StatsCount(StatKind kind);
+void StatsCount(StatKind kind);
 
 /*
  * Record that this backend now holds name (first hold) under token;
  * kind is 's' (session) or 'x' (transaction).
  */
-void		StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token,
-							 char kind, TimestampTz granted_at);
+void StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char kind,
+					  TimestampTz granted_at);
 
 /* Record that this backend no longer holds the name with this key. */
-void		StatsRecordRelease(uint64 key);
+void StatsRecordRelease(uint64 key);
 
 /*
  * A write was rejected (or not applied) because its fencing token was stale:
@@ -49,14 +49,12 @@ void		StatsRecordRelease(uint64 key);
  * the signal that a holder outlived its
  * lock: timing assumptions are wrong somewhere.
  */
-void		ReportStaleWrite(const char *where, const char *resource, int64 presented,
-							 int64 current);
+void ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current);
 
 /*
  * A lease that had expired was taken over: counts it and writes the LOG line
  *	 pg_fence: lease taken over after expiry: "<name>" token <old> -> <new>, expired <n> ms ago
  */
-void		ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token,
-								int64 expired_usecs);
+void ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs);
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -27,17 +27,17 @@
 namespace fence {
 
 /* Define the setting fence.token (from _PG_init). */
-void		InitTokenSetting();
+void InitTokenSetting();
 
 /* fence.token as the current transaction sees it. */
 enum class TokenSettingState
 {
-	kUnset,						/* empty (RESET, never set) */
-	kSetInOtherTransaction,		/* set, but not in the current transaction */
-	kSetInThisTransaction		/* set in the current transaction: it counts */
+	kUnset,                 /* empty (RESET, never set) */
+	kSetInOtherTransaction, /* set, but not in the current transaction */
+	kSetInThisTransaction   /* set in the current transaction: it counts */
 };
 
 /* The state of fence.token; *token is set when kSetInThisTransaction. */
 TokenSettingState ReadTokenSetting(int64 *token);
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -47,9 +47,9 @@ namespace fence {
  *
  * Raises 25006 in recovery; 55000 if pg_fence is not installed.
  */
-int64		IssueToken();
+int64 IssueToken();
 
 /* OID of fence.token_seq in this database; raises 55000 if not installed. */
-Oid			TokenSequenceOid();
+Oid TokenSequenceOid();
 
-}							/* namespace fence */
+} /* namespace fence */

@@ -35,7 +35,8 @@
 namespace fence {
 
 /** Outcome of fence::fenced_update. */
-enum class UpdateResult {
+enum class UpdateResult
+{
 	kApplied, /**< the row was updated and its fence set to the token */
 	kStale,   /**< the row's fence is not lower than the token: nothing written */
 	kMissing, /**< no row matches the key (the server's P0002): nothing written */
@@ -60,13 +61,18 @@ public:
 	FieldValue(const std::string &s) : FieldValue(std::string_view(s)) {}
 	FieldValue(std::string_view s);
 	FieldValue(double d);
-	template <typename T, typename std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+	template <typename T,
+			  typename std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
 	FieldValue(T i) : json_(std::to_string(i))
 	{
 	}
 
 	/** The value as JSON text, e.g. `"it\"s"`, `42`, `null`. */
-	const std::string &json() const noexcept { return json_; }
+	const std::string &
+	json() const noexcept
+	{
+		return json_;
+	}
 
 private:
 	std::string json_;
@@ -82,7 +88,8 @@ std::string to_json(const Fields &fields);
 std::string json_quote(std::string_view s);
 
 /** Optional arguments of fence::fenced_update. */
-struct FencedUpdateOptions {
+struct FencedUpdateOptions
+{
 	/** The row's fence column (fence.fenced_update's fence_column). */
 	std::string fence_column = "fence";
 	/** Also apply when the row's fence equals the token (one holder writes a row repeatedly). */
@@ -110,6 +117,7 @@ struct FencedUpdateOptions {
  * no UPDATE privilege; pqxx::broken_connection if the connection fails.
  */
 UpdateResult fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key,
-						   std::int64_t token, const Fields &changes, const FencedUpdateOptions &options = {});
+						   std::int64_t token, const Fields &changes,
+						   const FencedUpdateOptions &options = {});
 
 } // namespace fence

@@ -76,12 +76,15 @@ public:
 
 private:
 	friend class Lease;
-	explicit LossToken(std::shared_ptr<const detail::LeaseState> state) : state_(std::move(state)) {}
+	explicit LossToken(std::shared_ptr<const detail::LeaseState> state) : state_(std::move(state))
+	{
+	}
 	std::shared_ptr<const detail::LeaseState> state_;
 };
 
 /** Why a lease was lost, as passed to the callback. */
-enum class LossReason {
+enum class LossReason
+{
 	kRefused,    /**< lease_renew returned false: expired, maybe taken over */
 	kRenewError, /**< the renewal failed: broken connection, server error, statement timeout */
 	kDeadline,   /**< the local deadline passed without a successful renewal */
@@ -96,7 +99,8 @@ enum class LossReason {
  */
 using LossCallback = std::function<void(LossReason reason, const std::string &message)>;
 
-struct LeaseOptions {
+struct LeaseOptions
+{
 	/** Stored as fence.leases.holder (fence.locks.holder); empty: NULL. */
 	std::string holder;
 	/** See fence::LossCallback; may be empty. */
@@ -163,9 +167,11 @@ public:
 	 * passed: lease_acquire never waits in the server, so waiting is polling
 	 * here.  Returns std::nullopt if the lease is still busy after `wait`.
 	 */
-	static std::optional<Lease> try_acquire_for(const std::string &conninfo, const std::string &name,
-												std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
-												Options options = {});
+	static std::optional<Lease> try_acquire_for(const std::string        &conninfo,
+												const std::string        &name,
+												std::chrono::milliseconds ttl,
+												std::chrono::milliseconds wait,
+												Options                   options = {});
 
 	Lease(Lease &&other) noexcept;
 	/** Releases this object's lease (as the destructor does), then takes over `other`'s. */

@@ -84,7 +84,8 @@ public:
 	 * microsecond resolution; it must be > 0 (std::invalid_argument
 	 * otherwise).  statement_timeout, when set, still applies.
 	 */
-	static std::optional<SessionLock> try_acquire_for(pqxx::connection &conn, const std::string &name,
+	static std::optional<SessionLock> try_acquire_for(pqxx::connection         &conn,
+													  const std::string        &name,
 													  std::chrono::microseconds timeout);
 
 	/**
@@ -109,10 +110,18 @@ public:
 	~SessionLock();
 
 	/** The fencing token of this grant (> 0).  Still readable after release(). */
-	std::int64_t token() const noexcept { return token_; }
+	std::int64_t
+	token() const noexcept
+	{
+		return token_;
+	}
 
 	/** The lock's name. */
-	const std::string &name() const noexcept { return name_; }
+	const std::string &
+	name() const noexcept
+	{
+		return name_;
+	}
 
 	/**
 	 * True while this object holds the lock: not released, not moved from,
@@ -139,9 +148,9 @@ private:
 	void ReleaseNoThrow() noexcept;
 
 	pqxx::connection *conn_ = nullptr; /* nullptr: moved from or released */
-	std::string name_;
-	std::int64_t token_ = 0;
-	int backend_pid_ = 0;
+	std::string       name_;
+	std::int64_t      token_ = 0;
+	int               backend_pid_ = 0;
 };
 
 } // namespace fence

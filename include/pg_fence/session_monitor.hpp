@@ -64,7 +64,8 @@ struct SessionMonitorImpl;
 } // namespace detail
 
 /** Why a session was reported lost, as passed to the callback. */
-enum class SessionLossReason {
+enum class SessionLossReason
+{
 	kCheckFailed,  /**< SELECT 1 failed: broken connection, server error, new session */
 	kCheckTimeout, /**< no check succeeded for check_interval + check_timeout */
 };
@@ -79,9 +80,11 @@ enum class SessionLossReason {
  * answer in time".  Writing a byte to a pipe, setting a flag or notifying
  * a condition variable are the intended uses.
  */
-using SessionLossCallback = std::function<void(SessionLossReason reason, const std::string &message)>;
+using SessionLossCallback =
+	std::function<void(SessionLossReason reason, const std::string &message)>;
 
-struct SessionMonitorOptions {
+struct SessionMonitorOptions
+{
 	/**
 	 * Time from the end of one check to the start of the next.  Must be
 	 * positive.  The default, 1 s, costs one round trip per second.

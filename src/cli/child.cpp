@@ -45,14 +45,14 @@ int g_pipe[2] = {-1, -1};
 extern "C" void
 OnSignal(int sig)
 {
-	int saved = errno;
+	int           saved = errno;
 	unsigned char b = static_cast<unsigned char>(sig);
-	ssize_t n = write(g_pipe[1], &b, 1);
+	ssize_t       n = write(g_pipe[1], &b, 1);
 	(void) n;
 	errno = saved;
 }
 
-const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+const int     kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 constexpr int kNumForwarded = sizeof kForwarded / sizeof kForwarded[0];
 /* Dispositions pg_fence was started with, restored in the command (e.g. an ignored SIGINT stays ignored). */
 struct sigaction g_original[kNumForwarded + 1];
@@ -105,7 +105,7 @@ void
 PokeSelfPipe() noexcept
 {
 	unsigned char b = kLostByte;
-	ssize_t n = write(g_pipe[1], &b, 1);
+	ssize_t       n = write(g_pipe[1], &b, 1);
 	(void) n;
 }
 
@@ -151,7 +151,7 @@ pid_t
 StartCommand(const RunOptions &o, std::int64_t token)
 {
 	std::vector<std::string> env = CommandEnvironment(token, o.name);
-	std::vector<char *> envp, argv;
+	std::vector<char *>      envp, argv;
 	for (auto &s : env)
 		envp.push_back(s.data());
 	envp.push_back(nullptr);
@@ -176,10 +176,10 @@ StartCommand(const RunOptions &o, std::int64_t token)
 		if (g_tty_handoff)
 			TakeTerminal(getpid());
 		execvpe(argv[0], argv.data(), envp.data());
-		int err = errno;
+		int         err = errno;
 		const char *what = err == ENOENT ? "command not found: " : "cannot execute: ";
 		const char *why = strerror(err);
-		ssize_t n = write(STDERR_FILENO, "pg_fence: ", 10);
+		ssize_t     n = write(STDERR_FILENO, "pg_fence: ", 10);
 		n = write(STDERR_FILENO, what, std::strlen(what));
 		n = write(STDERR_FILENO, argv[0], std::strlen(argv[0]));
 		n = write(STDERR_FILENO, " (", 2);
@@ -232,7 +232,7 @@ WaitCanceller::Loop()
 		if (poll(&pfd, 1, 100) > 0)
 		{
 			unsigned char buf[64];
-			ssize_t got;
+			ssize_t       got;
 			while ((got = read(g_pipe[0], buf, sizeof buf)) > 0)
 				for (ssize_t k = 0; k < got; k++)
 					if (buf[k] != kLostByte && buf[k] != SIGCHLD && signal_.load() == 0)

@@ -93,15 +93,19 @@ public:
 	void Stop();
 
 	/* The first signal received while waiting, or 0. */
-	int signal() const { return signal_.load(); }
+	int
+	signal() const
+	{
+		return signal_.load();
+	}
 
 private:
 	void Loop();
 
 	pqxx::connection &conn_;
 	std::atomic<bool> done_{false};
-	std::atomic<int> signal_{0};
-	std::thread thread_;
+	std::atomic<int>  signal_{0};
+	std::thread       thread_;
 };
 
 } // namespace fence::cli

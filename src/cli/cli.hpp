@@ -25,26 +25,29 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 /* Exit codes (sysexits.h numbers where one fits); documented in README.md. */
-constexpr int kExitUsage = 64;		 /* EX_USAGE: bad command line or duration */
+constexpr int kExitUsage = 64;       /* EX_USAGE: bad command line or duration */
 constexpr int kExitUnavailable = 69; /* EX_UNAVAILABLE: cannot connect, extension missing */
-constexpr int kExitInternal = 70;	 /* EX_SOFTWARE: unexpected error (server error, fork...) */
-constexpr int kExitTimeout = 73;	 /* --wait elapsed while the lock stayed busy */
-constexpr int kExitLost = 74;		 /* the lock was lost while the command ran */
-constexpr int kExitBusy = 75;		 /* EX_TEMPFAIL: busy, and no --wait */
-constexpr int kExitNotFound = 127;	 /* the command was not found (as in sh) */
-constexpr int kExitNotExec = 126;	 /* the command could not be executed */
+constexpr int kExitInternal = 70;    /* EX_SOFTWARE: unexpected error (server error, fork...) */
+constexpr int kExitTimeout = 73;     /* --wait elapsed while the lock stayed busy */
+constexpr int kExitLost = 74;        /* the lock was lost while the command ran */
+constexpr int kExitBusy = 75;        /* EX_TEMPFAIL: busy, and no --wait */
+constexpr int kExitNotFound = 127;   /* the command was not found (as in sh) */
+constexpr int kExitNotExec = 126;    /* the command could not be executed */
 
 /* A bad command line: main() prints the message and a hint, and exits 64. */
-struct UsageError {
+struct UsageError
+{
 	std::string message;
 };
 
 /* --help or -h among a subcommand's options: main() prints the usage, exits 0. */
-struct HelpRequested {
+struct HelpRequested
+{
 };
 
 /* Cannot connect, or the extension is missing: main() prints both, exits 69. */
-struct Unavailable {
+struct Unavailable
+{
 	std::string message;
 	std::string hint;
 };

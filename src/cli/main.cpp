@@ -103,7 +103,7 @@ const char kUsage[] =
 void
 Msg(const char *fmt, ...)
 {
-	char buf[2048];
+	char    buf[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -136,7 +136,7 @@ main(int argc, char **argv)
 	{
 		if (args.empty())
 			throw UsageError{"missing command (try pg_fence --help)"};
-		const std::string cmd = args[0];
+		const std::string        cmd = args[0];
 		std::vector<std::string> rest(args.begin() + 1, args.end());
 		if (cmd == "--help" || cmd == "-h" || cmd == "help")
 		{

@@ -60,7 +60,7 @@ ParseDuration(const std::string &text, const char *what)
 		i++;
 	std::string number = text.substr(0, i);
 	std::string unit = text.substr(i);
-	double scale;
+	double      scale;
 	if (unit == "ms")
 		scale = 1;
 	else if (unit == "s" || unit.empty())
@@ -70,17 +70,20 @@ ParseDuration(const std::string &text, const char *what)
 	else if (unit == "h")
 		scale = 3600000;
 	else
-		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": unknown unit (use ms, s, m or h)"};
+		throw UsageError{std::string("invalid ") + what + " \"" + text +
+						 "\": unknown unit (use ms, s, m or h)"};
 	char *end = nullptr;
 	errno = 0;
 	double value = number.empty() || number == "." ? -1 : std::strtod(number.c_str(), &end);
 	if (number.empty() || errno != 0 || end != number.c_str() + number.size() || !(value >= 0))
-		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": expected a number and a unit, like 30s"};
+		throw UsageError{std::string("invalid ") + what + " \"" + text +
+						 "\": expected a number and a unit, like 30s"};
 	double ms = value * scale;
 	if (value == 0)
 		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": must be positive"};
 	if (ms < 1)
-		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": must be at least 1ms"};
+		throw UsageError{std::string("invalid ") + what + " \"" + text +
+						 "\": must be at least 1ms"};
 	if (ms > 1e12)
 		throw UsageError{std::string("invalid ") + what + " \"" + text + "\": too long"};
 	return milliseconds(static_cast<long long>(ms));
@@ -101,7 +104,7 @@ ConninfoFromDbname(const std::string &dbname)
 	if (dbname.find('=') != std::string::npos || dbname.rfind("postgresql://", 0) == 0 ||
 		dbname.rfind("postgres://", 0) == 0)
 	{
-		char *err = nullptr;
+		char             *err = nullptr;
 		PQconninfoOption *opts = PQconninfoParse(dbname.c_str(), &err);
 		if (opts == nullptr)
 		{
@@ -124,11 +127,11 @@ ConninfoFromDbname(const std::string &dbname)
 }
 
 bool
-TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *long_name, const char *short_name,
-		   std::string *value)
+TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *long_name,
+		   const char *short_name, std::string *value)
 {
 	const std::string &a = args[i];
-	std::string prefix = std::string(long_name) + "=";
+	std::string        prefix = std::string(long_name) + "=";
 	if (a.rfind(prefix, 0) == 0)
 	{
 		*value = a.substr(prefix.size());
@@ -147,13 +150,13 @@ TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *lon
 RunOptions
 ParseRun(const std::vector<std::string> &args)
 {
-	RunOptions o;
-	bool lease_given = false;
+	RunOptions  o;
+	bool        lease_given = false;
 	std::size_t i = 0;
 	for (; i < args.size(); i++)
 	{
 		const std::string &a = args[i];
-		std::string v;
+		std::string        v;
 		if (a == "--")
 		{
 			i++;

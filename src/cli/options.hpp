@@ -25,14 +25,15 @@ namespace fence::cli {
 constexpr milliseconds kDefaultTtl(30000);
 
 /* `pg_fence run`'s command line, parsed. */
-struct RunOptions {
-	bool session = false;
-	milliseconds ttl = kDefaultTtl;
+struct RunOptions
+{
+	bool                        session = false;
+	milliseconds                ttl = kDefaultTtl;
 	std::optional<milliseconds> wait;
-	std::string holder;
-	std::string conninfo;
-	std::string name;
-	std::vector<std::string> command;
+	std::string                 holder;
+	std::string                 conninfo;
+	std::string                 name;
+	std::vector<std::string>    command;
 };
 
 /* Parses what follows "run"; throws UsageError, or HelpRequested for --help / -h. */
@@ -42,8 +43,8 @@ RunOptions ParseRun(const std::vector<std::string> &args);
 bool IsHelp(const std::string &a);
 
 /* Takes "--opt value" or "--opt=value" (or "short value") at args[i]; advances i past the value. */
-bool TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *long_name, const char *short_name,
-				std::string *value);
+bool TakeOption(const std::vector<std::string> &args, std::size_t &i, const char *long_name,
+				const char *short_name, std::string *value);
 
 /* "500ms", "30s", "2m", "1h", "1.5s", "10" (seconds); must be positive.  `what` names it in errors. */
 milliseconds ParseDuration(const std::string &text, const char *what);

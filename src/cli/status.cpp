@@ -77,7 +77,7 @@ PrintTable(const Row &head, const std::vector<Row> &rows)
 int
 Status(const std::vector<std::string> &args)
 {
-	std::string conninfo;
+	std::string                conninfo;
 	std::optional<std::string> name;
 	for (std::size_t i = 0; i < args.size(); i++)
 	{
@@ -96,33 +96,38 @@ Status(const std::vector<std::string> &args)
 	auto conn = Connect(conninfo);
 	{
 		pqxx::nontransaction tx(*conn);
-		pqxx::row r = fence::pqxx_compat::Exec1(
-			tx, "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
-				"pg_catalog.to_regclass('fence.locks') IS NOT NULL, current_database()");
+		pqxx::row            r = fence::pqxx_compat::Exec1(
+					   tx,
+					   "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_fence'), "
+								  "pg_catalog.to_regclass('fence.locks') IS NOT NULL, current_database()");
 		if (r[0].is_null())
-			throw Unavailable{"extension pg_fence is not installed in database \"" + std::string(r[2].c_str()) + "\"",
+			throw Unavailable{"extension pg_fence is not installed in database \"" +
+								  std::string(r[2].c_str()) + "\"",
 							  "Run CREATE EXTENSION pg_fence; in that database (as a superuser)."};
 		if (!r[1].as<bool>())
 			throw Unavailable{"pg_fence " + std::string(r[0].c_str()) + " has no view fence.locks",
 							  "Update it: ALTER EXTENSION pg_fence UPDATE;"};
 	}
 	pqxx::nontransaction tx(*conn);
-	const std::string q = "SELECT name, kind, token, pid, holder, "
-						  "to_char(granted_at, 'YYYY-MM-DD HH24:MI:SS.MS TZ'), "
-						  "to_char(expires_at, 'YYYY-MM-DD HH24:MI:SS.MS TZ'), "
-						  "CASE WHEN expired THEN 'yes' WHEN expired IS NOT NULL THEN 'no' END, waiters "
-						  "FROM fence.locks WHERE $1::text IS NULL OR name = $1 ORDER BY name, kind, token";
-	pqxx::result res =
-		name ? fence::pqxx_compat::ExecParams(tx, q, *name) : fence::pqxx_compat::ExecParams(tx, q, nullptr);
-	const Row head = {"name", "kind", "token", "pid", "holder", "granted_at", "expires_at", "expired", "waiters"};
+	const std::string    q =
+		"SELECT name, kind, token, pid, holder, "
+		"to_char(granted_at, 'YYYY-MM-DD HH24:MI:SS.MS TZ'), "
+		"to_char(expires_at, 'YYYY-MM-DD HH24:MI:SS.MS TZ'), "
+		"CASE WHEN expired THEN 'yes' WHEN expired IS NOT NULL THEN 'no' END, waiters "
+		"FROM fence.locks WHERE $1::text IS NULL OR name = $1 ORDER BY name, kind, token";
+	pqxx::result     res = name ? fence::pqxx_compat::ExecParams(tx, q, *name)
+								: fence::pqxx_compat::ExecParams(tx, q, nullptr);
+	const Row        head = {"name",       "kind",       "token",   "pid",    "holder",
+							 "granted_at", "expires_at", "expired", "waiters"};
 	std::vector<Row> rows;
-	bool any_held = false;
+	bool             any_held = false;
 	for (const auto &row : res)
 	{
 		Row cells;
 		for (std::size_t c = 0; c < head.size(); c++)
 		{
-			std::string s = row[static_cast<int>(c)].is_null() ? "" : row[static_cast<int>(c)].c_str();
+			std::string s =
+				row[static_cast<int>(c)].is_null() ? "" : row[static_cast<int>(c)].c_str();
 			for (char &ch : s)
 				if (ch == '\n' || ch == '\t')
 					ch = ' ';

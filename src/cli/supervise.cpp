@@ -55,7 +55,8 @@ constexpr milliseconds kSessionCheckEvery(1000);
 constexpr milliseconds kSessionCheckTimeout(3000);
 
 /* What Supervise asks the runner about its lock. */
-struct LockWatch {
+struct LockWatch
+{
 	/* True once the lock is lost, and then *why says why.  Asked every 200 ms and on every self-pipe byte. */
 	std::function<bool(std::string *why)> lost;
 	/* ^Z of an interactive --session job: pg_fence is about to stop itself (raise(SIGSTOP)). */
@@ -84,11 +85,11 @@ struct LockWatch {
 int
 Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch &watch)
 {
-	const auto &lost = watch.lost;
-	bool was_lost = false;
-	bool kill_pending = false;
+	const auto       &lost = watch.lost;
+	bool              was_lost = false;
+	bool              kill_pending = false;
 	Clock::time_point kill_at = Clock::now();
-	int status = 0;
+	int               status = 0;
 	for (;;)
 	{
 		/* Reap first: SIGCHLD bytes may have been coalesced. */
@@ -97,7 +98,7 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 		{
 			if (!WIFSTOPPED(status))
 				break;
-			int stopsig = WSTOPSIG(status);
+			int  stopsig = WSTOPSIG(status);
 			bool terminal_stop = TerminalHandedOver() && !was_lost &&
 								 (stopsig == SIGTSTP || stopsig == SIGTTIN || stopsig == SIGTTOU);
 			if (terminal_stop && o.session)
@@ -129,8 +130,8 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 			if (lost(&why))
 			{
 				was_lost = true;
-				Msg("lost the lock \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s", o.name.c_str(),
-					why.c_str(), FormatDuration(grace).c_str());
+				Msg("lost the lock \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s",
+					o.name.c_str(), why.c_str(), FormatDuration(grace).c_str());
 				/* SIGCONT too: a stopped command acts on SIGTERM only once continued. */
 				kill(-child, SIGTERM);
 				kill(-child, SIGCONT);
@@ -147,15 +148,17 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 		int timeout_ms = 200;
 		if (kill_pending)
 		{
-			auto left = std::chrono::duration_cast<milliseconds>(kill_at - Clock::now()).count() + 1;
-			timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(timeout_ms, left)));
+			auto left =
+				std::chrono::duration_cast<milliseconds>(kill_at - Clock::now()).count() + 1;
+			timeout_ms =
+				static_cast<int>(std::max<long long>(0, std::min<long long>(timeout_ms, left)));
 		}
 		struct pollfd pfd = {SelfPipeReadFd(), POLLIN, 0};
-		int n = poll(&pfd, 1, timeout_ms);
+		int           n = poll(&pfd, 1, timeout_ms);
 		if (n > 0)
 		{
 			unsigned char buf[64];
-			ssize_t got;
+			ssize_t       got;
 			while ((got = read(SelfPipeReadFd(), buf, sizeof buf)) > 0)
 			{
 				for (ssize_t k = 0; k < got; k++)
@@ -193,9 +196,9 @@ RunLease(const RunOptions &o)
 		auto conn = Connect(o.conninfo);
 		CheckExtension(*conn, "fence.lease_acquire(text,interval,text)");
 	}
-	milliseconds grace = std::min(kMaxGrace, o.ttl / 3);
-	std::mutex why_mu;
-	std::string why_lost;
+	milliseconds        grace = std::min(kMaxGrace, o.ttl / 3);
+	std::mutex          why_mu;
+	std::string         why_lost;
 	fence::LeaseOptions lo;
 	lo.holder = o.holder;
 	lo.safety_margin = grace;
@@ -211,8 +214,8 @@ RunLease(const RunOptions &o)
 	std::optional<fence::Lease> lease;
 	try
 	{
-		lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, o.wait.value_or(milliseconds::zero()),
-											  std::move(lo));
+		lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl,
+											  o.wait.value_or(milliseconds::zero()), std::move(lo));
 	}
 	catch (const pqxx::broken_connection &e)
 	{
@@ -230,7 +233,7 @@ RunLease(const RunOptions &o)
 		return kExitBusy;
 	}
 	InstallHandlers();
-	pid_t child = StartCommand(o, lease->token());
+	pid_t     child = StartCommand(o, lease->token());
 	LockWatch watch;
 	watch.lost = [&](std::string *why) {
 		if (!lease->lost())
@@ -250,8 +253,8 @@ RunLease(const RunOptions &o)
 	}
 	catch (const std::exception &e)
 	{
-		Msg("warning: could not release lease \"%s\": %s (it expires after its TTL)", o.name.c_str(),
-			Trim(e.what()).c_str());
+		Msg("warning: could not release lease \"%s\": %s (it expires after its TTL)",
+			o.name.c_str(), Trim(e.what()).c_str());
 	}
 	return rc;
 }
@@ -263,10 +266,11 @@ RunSession(const RunOptions &o)
 	CheckExtension(*conn, "fence.lock(text,interval)");
 	{
 		pqxx::nontransaction tx(*conn);
-		fence::pqxx_compat::ExecParams(tx, "SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
+		fence::pqxx_compat::ExecParams(
+			tx, "SELECT pg_catalog.set_config('application_name', $1, false)", o.holder);
 	}
 	std::optional<fence::SessionLock> lock;
-	int signalled;
+	int                               signalled;
 	{
 		WaitCanceller canceller(*conn);
 		try
@@ -315,14 +319,14 @@ RunSession(const RunOptions &o)
 		return kExitBusy;
 	}
 	pid_t child = StartCommand(o, lock->token());
-	int rc;
+	int   rc;
 	{
 		fence::SessionMonitorOptions mo;
 		mo.check_interval = kSessionCheckEvery;
 		mo.check_timeout = kSessionCheckTimeout;
 		mo.on_lost = [](fence::SessionLossReason, const std::string &) { PokeSelfPipe(); };
 		fence::SessionMonitor monitor(*conn, std::move(mo));
-		LockWatch watch;
+		LockWatch             watch;
 		watch.lost = [&](std::string *why) {
 			if (!monitor.lost())
 				return false;
@@ -344,8 +348,8 @@ RunSession(const RunOptions &o)
 	}
 	catch (const std::exception &e)
 	{
-		Msg("warning: could not release lock \"%s\": %s (it is freed when the session ends)", o.name.c_str(),
-			Trim(e.what()).c_str());
+		Msg("warning: could not release lock \"%s\": %s (it is freed when the session ends)",
+			o.name.c_str(), Trim(e.what()).c_str());
 	}
 	return rc;
 }

@@ -28,12 +28,12 @@ to_string(UpdateResult result) noexcept
 {
 	switch (result)
 	{
-	case UpdateResult::kApplied:
-		return "applied";
-	case UpdateResult::kStale:
-		return "stale";
-	case UpdateResult::kMissing:
-		return "missing";
+		case UpdateResult::kApplied:
+			return "applied";
+		case UpdateResult::kStale:
+			return "stale";
+		case UpdateResult::kMissing:
+			return "missing";
 	}
 	return "unknown";
 }
@@ -48,36 +48,37 @@ json_quote(std::string_view s)
 	{
 		switch (c)
 		{
-		case '"':
-			out += "\\\"";
-			break;
-		case '\\':
-			out += "\\\\";
-			break;
-		case '\b':
-			out += "\\b";
-			break;
-		case '\f':
-			out += "\\f";
-			break;
-		case '\n':
-			out += "\\n";
-			break;
-		case '\r':
-			out += "\\r";
-			break;
-		case '\t':
-			out += "\\t";
-			break;
-		default:
-			if (c < 0x20)
-			{
-				char buf[8];
-				std::snprintf(buf, sizeof buf, "\\u%04x", c);
-				out += buf;
-			}
-			else
-				out.push_back(static_cast<char>(c)); /* UTF-8 passes as is; the server validates it */
+			case '"':
+				out += "\\\"";
+				break;
+			case '\\':
+				out += "\\\\";
+				break;
+			case '\b':
+				out += "\\b";
+				break;
+			case '\f':
+				out += "\\f";
+				break;
+			case '\n':
+				out += "\\n";
+				break;
+			case '\r':
+				out += "\\r";
+				break;
+			case '\t':
+				out += "\\t";
+				break;
+			default:
+				if (c < 0x20)
+				{
+					char buf[8];
+					std::snprintf(buf, sizeof buf, "\\u%04x", c);
+					out += buf;
+				}
+				else
+					out.push_back(
+						static_cast<char>(c)); /* UTF-8 passes as is; the server validates it */
 		}
 	}
 	out.push_back('"');
@@ -92,12 +93,15 @@ FieldValue::FieldValue(const char *s)
 		json_ = json_quote(s);
 }
 
-FieldValue::FieldValue(std::string_view s) : json_(json_quote(s)) {}
+FieldValue::FieldValue(std::string_view s) : json_(json_quote(s))
+{
+}
 
 FieldValue::FieldValue(double d)
 {
 	if (!std::isfinite(d))
-		throw std::invalid_argument("pg_fence: JSON cannot represent a non-finite number; pass it as a string");
+		throw std::invalid_argument(
+			"pg_fence: JSON cannot represent a non-finite number; pass it as a string");
 	char buf[32];
 	/* 17 significant digits round-trip every double. */
 	std::snprintf(buf, sizeof buf, "%.17g", d);
@@ -108,7 +112,7 @@ std::string
 to_json(const Fields &fields)
 {
 	std::string out = "{";
-	bool first = true;
+	bool        first = true;
 	for (const auto &[column, value] : fields)
 	{
 		if (!first)
@@ -123,20 +127,20 @@ to_json(const Fields &fields)
 }
 
 static bool
-CallFencedUpdate(pqxx::transaction_base &tx, std::string_view table, const std::string &key, std::int64_t token,
-				 const std::string &changes, const FencedUpdateOptions &options)
+CallFencedUpdate(pqxx::transaction_base &tx, std::string_view table, const std::string &key,
+				 std::int64_t token, const std::string &changes, const FencedUpdateOptions &options)
 {
 	pqxx::row row = pqxx_compat::ExecParams1(
-		tx, "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)", std::string(table),
-		key, token, changes, options.fence_column, options.allow_equal);
+		tx, "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)",
+		std::string(table), key, token, changes, options.fence_column, options.allow_equal);
 	if (row[0].is_null())
 		throw pqxx::unexpected_rows("pg_fence: fence.fenced_update returned NULL");
 	return row[0].as<bool>();
 }
 
 UpdateResult
-fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key, std::int64_t token,
-			  const Fields &changes, const FencedUpdateOptions &options)
+fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key,
+			  std::int64_t token, const Fields &changes, const FencedUpdateOptions &options)
 {
 	if (table.empty())
 		throw std::invalid_argument("pg_fence: table name must not be empty");
@@ -149,7 +153,7 @@ fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &
 
 	const std::string key_json = to_json(key);
 	const std::string changes_json = to_json(changes);
-	const bool in_block = dynamic_cast<pqxx::dbtransaction *>(&tx) != nullptr;
+	const bool        in_block = dynamic_cast<pqxx::dbtransaction *>(&tx) != nullptr;
 	if (in_block)
 	{
 		/*

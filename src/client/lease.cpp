@@ -72,15 +72,17 @@ NowNs()
 	return ToNs(Clock::now());
 }
 
-struct LeaseState {
+struct LeaseState
+{
 	/* Local deadline (ns on steady_clock), or kLost / kReleased. */
 	mutable std::atomic<std::int64_t> deadline{kLost};
 	/* The last real deadline, for Lease::deadline(). */
 	std::atomic<std::int64_t> last_deadline{0};
-	std::atomic<bool> ended{false};
+	std::atomic<bool>         ended{false};
 
 	/* True if lost; turns a passed deadline into kLost (for good). */
-	bool CheckLost() const noexcept
+	bool
+	CheckLost() const noexcept
 	{
 		std::int64_t d = deadline.load();
 		for (;;)
@@ -95,7 +97,8 @@ struct LeaseState {
 	}
 
 	/* Moves the deadline to `next` if the lease is not lost yet. */
-	bool Extend(std::int64_t next) noexcept
+	bool
+	Extend(std::int64_t next) noexcept
 	{
 		std::int64_t d = deadline.load();
 		for (;;)
@@ -116,7 +119,8 @@ struct LeaseState {
 		}
 	}
 
-	void MarkLost() noexcept
+	void
+	MarkLost() noexcept
 	{
 		std::int64_t d = deadline.load();
 		while (d != kReleased && d != kLost && !deadline.compare_exchange_weak(d, kLost))
@@ -125,7 +129,8 @@ struct LeaseState {
 	}
 
 	/* Freezes lost() at its current answer: false stays false after release. */
-	void MarkReleased() noexcept
+	void
+	MarkReleased() noexcept
 	{
 		std::int64_t d = deadline.load();
 		for (;;)
@@ -145,30 +150,31 @@ struct LeaseState {
 	}
 };
 
-struct LeaseImpl {
-	std::string name;
-	std::string holder;
+struct LeaseImpl
+{
+	std::string               name;
+	std::string               holder;
 	std::chrono::milliseconds ttl{0};
 	std::chrono::milliseconds interval{0};
 	std::chrono::milliseconds margin{0};
-	Lease::LossCallback on_lost;
-	std::int64_t token = 0;
-	int backend_pid = 0;
+	Lease::LossCallback       on_lost;
+	std::int64_t              token = 0;
+	int                       backend_pid = 0;
 
 	std::unique_ptr<pqxx::connection> conn;
-	int sock_dup = -1;
+	int                               sock_dup = -1;
 
 	std::shared_ptr<LeaseState> state = std::make_shared<LeaseState>();
-	std::atomic<bool> loss_reported{false};
+	std::atomic<bool>           loss_reported{false};
 
-	std::mutex mu;
+	std::mutex              mu;
 	std::condition_variable cv;
-	bool stop_renewer = false;	/* under mu */
-	bool stop_watchdog = false; /* under mu */
-	bool in_flight = false;		/* under mu: a call is using the connection */
-	bool finished = false;		/* released or destroyed */
-	std::thread renewer;
-	std::thread watchdog;
+	bool                    stop_renewer = false;  /* under mu */
+	bool                    stop_watchdog = false; /* under mu */
+	bool                    in_flight = false;     /* under mu: a call is using the connection */
+	bool                    finished = false;      /* released or destroyed */
+	std::thread             renewer;
+	std::thread             watchdog;
 
 	~LeaseImpl()
 	{
@@ -177,13 +183,15 @@ struct LeaseImpl {
 	}
 
 	/* Caller holds mu.  Unblocks a call in flight by shutting its socket. */
-	void AbortInFlight() noexcept
+	void
+	AbortInFlight() noexcept
 	{
 		if (in_flight && sock_dup >= 0)
 			::shutdown(sock_dup, SHUT_RDWR);
 	}
 
-	void ReportLoss(Lease::LossReason reason, const std::string &message) noexcept
+	void
+	ReportLoss(Lease::LossReason reason, const std::string &message) noexcept
 	{
 		state->MarkLost();
 		if (loss_reported.exchange(true))
@@ -208,7 +216,7 @@ void
 LeaseImpl::RenewerLoop() noexcept
 {
 	std::unique_lock<std::mutex> lk(mu);
-	Clock::time_point next = Clock::now() + interval;
+	Clock::time_point            next = Clock::now() + interval;
 	for (;;)
 	{
 		cv.wait_until(lk, next, [&] { return stop_renewer; });
@@ -220,19 +228,20 @@ LeaseImpl::RenewerLoop() noexcept
 			return; /* the watchdog reports it */
 
 		Clock::time_point sent = Clock::now();
-		Clock::duration left = std::chrono::nanoseconds(state->deadline.load() - ToNs(sent));
+		Clock::duration   left = std::chrono::nanoseconds(state->deadline.load() - ToNs(sent));
 		in_flight = true;
 		lk.unlock();
 
-		bool renewed = false;
-		bool failed = false;
+		bool        renewed = false;
+		bool        failed = false;
 		std::string error;
 		try
 		{
 			pqxx::work tx(*conn, "fence.lease_renew");
 			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row = pqxx_compat::ExecParams1(tx, "SELECT fence.lease_renew($1, $2, $3::interval)", name,
-													 token, client_internal::IntervalLiteral(ttl));
+			pqxx::row row =
+				pqxx_compat::ExecParams1(tx, "SELECT fence.lease_renew($1, $2, $3::interval)", name,
+										 token, client_internal::IntervalLiteral(ttl));
 			renewed = !row[0].is_null() && row[0].as<bool>();
 			tx.commit();
 		}
@@ -262,12 +271,13 @@ LeaseImpl::RenewerLoop() noexcept
 		if (!renewed)
 		{
 			lk.unlock();
-			ReportLoss(Lease::LossReason::kRefused,
-					   "lease renewal refused: the lease expired or was taken over by another holder");
+			ReportLoss(
+				Lease::LossReason::kRefused,
+				"lease renewal refused: the lease expired or was taken over by another holder");
 			return;
 		}
 		if (!state->Extend(ToNs(sent + ttl - margin)))
-			return; /* the deadline passed while the renewal was in flight */
+			return;      /* the deadline passed while the renewal was in flight */
 		cv.notify_all(); /* the watchdog sleeps until the new deadline */
 		next = sent + interval;
 	}
@@ -309,7 +319,9 @@ LossToken::stop_requested() const noexcept
 	return !state_ || state_->ended.load() || state_->CheckLost();
 }
 
-Lease::Lease(std::shared_ptr<LeaseImpl> impl) noexcept : impl_(std::move(impl)) {}
+Lease::Lease(std::shared_ptr<LeaseImpl> impl) noexcept : impl_(std::move(impl))
+{
+}
 
 Lease::Lease(Lease &&other) noexcept = default;
 
@@ -330,15 +342,17 @@ Lease::~Lease()
 }
 
 std::optional<Lease>
-Lease::try_acquire(const std::string &conninfo, const std::string &name, std::chrono::milliseconds ttl,
-				   Options options)
+Lease::try_acquire(const std::string &conninfo, const std::string &name,
+				   std::chrono::milliseconds ttl, Options options)
 {
-	return try_acquire_for(conninfo, name, ttl, std::chrono::milliseconds::zero(), std::move(options));
+	return try_acquire_for(conninfo, name, ttl, std::chrono::milliseconds::zero(),
+						   std::move(options));
 }
 
 std::optional<Lease>
-Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std::chrono::milliseconds ttl,
-					   std::chrono::milliseconds wait, Options options)
+Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
+					   std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+					   Options options)
 {
 	client_internal::CheckName(name);
 	if (ttl < std::chrono::milliseconds(3))
@@ -346,7 +360,8 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std
 	if (wait < std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: wait must not be negative");
 	if (options.safety_margin < std::chrono::milliseconds::zero() || options.safety_margin >= ttl)
-		throw std::invalid_argument("pg_fence: lease safety margin must be at least zero and less than the TTL");
+		throw std::invalid_argument(
+			"pg_fence: lease safety margin must be at least zero and less than the TTL");
 	if (options.renew_interval < std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: renew interval must not be negative");
 
@@ -354,7 +369,9 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std
 	impl->name = name;
 	impl->holder = options.holder;
 	impl->ttl = ttl;
-	impl->interval = options.renew_interval > std::chrono::milliseconds::zero() ? options.renew_interval : ttl / 3;
+	impl->interval = options.renew_interval > std::chrono::milliseconds::zero()
+						 ? options.renew_interval
+						 : ttl / 3;
 	impl->margin = options.safety_margin;
 	impl->on_lost = std::move(options.on_lost);
 	impl->conn = std::make_unique<pqxx::connection>(conninfo);
@@ -363,20 +380,23 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name, std
 	impl->backend_pid = impl->conn->backendpid();
 	impl->sock_dup = ::dup(impl->conn->sock());
 	if (impl->sock_dup < 0)
-		throw std::system_error(errno, std::generic_category(), "pg_fence: dup of the connection socket");
+		throw std::system_error(errno, std::generic_category(),
+								"pg_fence: dup of the connection socket");
 
-	const Clock::time_point give_up = Clock::now() + wait;
+	const Clock::time_point   give_up = Clock::now() + wait;
 	std::chrono::milliseconds pause(50);
 	for (;;)
 	{
 		Clock::time_point sent = Clock::now();
-		pqxx::work tx(*impl->conn, "fence.lease_acquire");
+		pqxx::work        tx(*impl->conn, "fence.lease_acquire");
 		tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(ttl));
-		pqxx::row row = impl->holder.empty()
-							? pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name,
-													   client_internal::IntervalLiteral(ttl))
-							: pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval, $3)",
-													   name, client_internal::IntervalLiteral(ttl), impl->holder);
+		pqxx::row row =
+			impl->holder.empty()
+				? pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name,
+										   client_internal::IntervalLiteral(ttl))
+				: pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval, $3)",
+										   name, client_internal::IntervalLiteral(ttl),
+										   impl->holder);
 		tx.commit();
 		if (!row[0].is_null())
 		{
@@ -462,7 +482,7 @@ Lease::release()
 	if (im.renewer.joinable())
 		im.renewer.join();
 
-	bool released = false;
+	bool               released = false;
 	std::exception_ptr error;
 	if (!im.state->CheckLost())
 	{
@@ -476,8 +496,8 @@ Lease::release()
 		{
 			pqxx::work tx(*im.conn, "fence.lease_release");
 			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row =
-				pqxx_compat::ExecParams1(tx, "SELECT fence.lease_release($1, $2)", im.name, im.token);
+			pqxx::row row = pqxx_compat::ExecParams1(tx, "SELECT fence.lease_release($1, $2)",
+													 im.name, im.token);
 			released = !row[0].is_null() && row[0].as<bool>();
 			tx.commit();
 		}

@@ -36,14 +36,15 @@ SessionLock::try_acquire(pqxx::connection &conn, const std::string &name)
 {
 	CheckName(name);
 	pqxx::nontransaction tx(conn, "fence.try_lock");
-	pqxx::row row = ExecParams1(tx, "SELECT fence.try_lock($1)", name);
+	pqxx::row            row = ExecParams1(tx, "SELECT fence.try_lock($1)", name);
 	if (row[0].is_null())
 		return std::nullopt;
 	return SessionLock(conn, name, row[0].as<std::int64_t>());
 }
 
 std::optional<SessionLock>
-SessionLock::try_acquire_for(pqxx::connection &conn, const std::string &name, std::chrono::microseconds timeout)
+SessionLock::try_acquire_for(pqxx::connection &conn, const std::string &name,
+							 std::chrono::microseconds timeout)
 {
 	CheckName(name);
 	if (timeout <= std::chrono::microseconds::zero())
@@ -52,7 +53,7 @@ SessionLock::try_acquire_for(pqxx::connection &conn, const std::string &name, st
 	try
 	{
 		pqxx::row row = ExecParams1(tx, "SELECT fence.lock($1, $2::interval)", name,
-										client_internal::IntervalLiteral(timeout));
+									client_internal::IntervalLiteral(timeout));
 		return SessionLock(conn, name, row[0].as<std::int64_t>());
 	}
 	catch (const pqxx::sql_error &e)
@@ -68,13 +69,13 @@ SessionLock::acquire(pqxx::connection &conn, const std::string &name)
 {
 	CheckName(name);
 	pqxx::nontransaction tx(conn, "fence.lock");
-	pqxx::row row = ExecParams1(tx, "SELECT fence.lock($1)", name);
+	pqxx::row            row = ExecParams1(tx, "SELECT fence.lock($1)", name);
 	return SessionLock(conn, name, row[0].as<std::int64_t>());
 }
 
 SessionLock::SessionLock(SessionLock &&other) noexcept
-	: conn_(std::exchange(other.conn_, nullptr)), name_(std::move(other.name_)), token_(other.token_),
-	  backend_pid_(other.backend_pid_)
+	: conn_(std::exchange(other.conn_, nullptr)), name_(std::move(other.name_)),
+	  token_(other.token_), backend_pid_(other.backend_pid_)
 {
 }
 
@@ -113,7 +114,7 @@ SessionLock::release()
 	if (!conn.is_open() || conn.backendpid() != backend_pid_)
 		return false;
 	pqxx::nontransaction tx(conn, "fence.unlock");
-	pqxx::row row = ExecParams1(tx, "SELECT fence.unlock($1, $2)", name_, token_);
+	pqxx::row            row = ExecParams1(tx, "SELECT fence.unlock($1, $2)", name_, token_);
 	return !row[0].is_null() && row[0].as<bool>();
 }
 

@@ -52,7 +52,8 @@ namespace detail {
 
 using Clock = std::chrono::steady_clock;
 
-enum MonitorState : int {
+enum MonitorState : int
+{
 	kAlive = 0,
 	kFailed = 1,   /* a check failed; `error` holds the message */
 	kTimedOut = 2, /* no check succeeded for interval + timeout */
@@ -60,44 +61,48 @@ enum MonitorState : int {
 
 static const char kTimedOutMessage[] = "connection check did not answer in time";
 
-struct SessionMonitorImpl {
+struct SessionMonitorImpl
+{
 	SessionMonitorImpl(pqxx::connection &c, SessionMonitorOptions &&o)
-		: conn(c), interval(o.check_interval), timeout(o.check_timeout), on_lost(std::move(o.on_lost))
+		: conn(c), interval(o.check_interval), timeout(o.check_timeout),
+		  on_lost(std::move(o.on_lost))
 	{
 	}
 	~SessionMonitorImpl() { Stop(); }
 
-	pqxx::connection &conn;
+	pqxx::connection               &conn;
 	const std::chrono::milliseconds interval;
 	const std::chrono::milliseconds timeout;
-	const SessionLossCallback on_lost;
-	int backend_pid = 0;
-	int sock_dup = -1;
+	const SessionLossCallback       on_lost;
+	int                             backend_pid = 0;
+	int                             sock_dup = -1;
 
-	std::atomic<int> state{kAlive};
-	std::atomic<Clock::rep> last_ok{0}; /* steady_clock ticks of the last success */
-	std::atomic<bool> suspended{false}; /* written under mu */
-	std::atomic<bool> stopped{false};	/* lost() keeps its answer from now on */
-	std::atomic<bool> reported{false};
+	std::atomic<int>        state{kAlive};
+	std::atomic<Clock::rep> last_ok{0};       /* steady_clock ticks of the last success */
+	std::atomic<bool>       suspended{false}; /* written under mu */
+	std::atomic<bool>       stopped{false};   /* lost() keeps its answer from now on */
+	std::atomic<bool>       reported{false};
 
-	mutable std::mutex mu;
-	std::condition_variable checker_cv;	 /* wakes the checker: stop, check_now */
+	mutable std::mutex      mu;
+	std::condition_variable checker_cv;  /* wakes the checker: stop, check_now */
 	std::condition_variable watchdog_cv; /* wakes the watchdog: stop, loss, suspend/resume */
-	std::condition_variable done_cv;	 /* a check ended (for stop() and resume()) */
-	bool stop_requested = false;		 /* under mu */
-	bool check_now = false;				 /* under mu */
-	bool in_flight = false;				 /* under mu: a check is using the connection */
-	unsigned long checks_done = 0;		 /* under mu */
-	std::string error;					 /* under mu: why the check failed */
-	std::thread checker;
-	std::thread watchdog;
+	std::condition_variable done_cv;     /* a check ended (for stop() and resume()) */
+	bool                    stop_requested = false; /* under mu */
+	bool                    check_now = false;      /* under mu */
+	bool                    in_flight = false;      /* under mu: a check is using the connection */
+	unsigned long           checks_done = 0;        /* under mu */
+	std::string             error;                  /* under mu: why the check failed */
+	std::thread             checker;
+	std::thread             watchdog;
 
-	Clock::time_point Deadline() const noexcept
+	Clock::time_point
+	Deadline() const noexcept
 	{
 		return Clock::time_point(Clock::duration(last_ok.load())) + interval + timeout;
 	}
 
-	bool Lost() noexcept
+	bool
+	Lost() noexcept
 	{
 		if (state.load() != kAlive)
 			return true;
@@ -110,7 +115,8 @@ struct SessionMonitorImpl {
 		return true;
 	}
 
-	std::string Message() const
+	std::string
+	Message() const
 	{
 		switch (state.load())
 		{
@@ -127,21 +133,25 @@ struct SessionMonitorImpl {
 	}
 
 	/* Caller holds mu.  Unblocks a check in flight by shutting its socket down. */
-	void AbortInFlight() noexcept
+	void
+	AbortInFlight() noexcept
 	{
 		if (in_flight && sock_dup >= 0)
 			::shutdown(sock_dup, SHUT_RDWR);
 	}
 
 	/* Calls the callback once, after the state has left kAlive.  Caller does not hold mu. */
-	void Report() noexcept
+	void
+	Report() noexcept
 	{
 		int s = state.load();
 		if (s == kAlive || reported.exchange(true) || !on_lost)
 			return;
 		try
 		{
-			on_lost(s == kFailed ? SessionLossReason::kCheckFailed : SessionLossReason::kCheckTimeout, Message());
+			on_lost(s == kFailed ? SessionLossReason::kCheckFailed
+								 : SessionLossReason::kCheckTimeout,
+					Message());
 		}
 		catch (...)
 		{
@@ -149,10 +159,10 @@ struct SessionMonitorImpl {
 	}
 
 	std::string Check() noexcept;
-	void CheckerLoop() noexcept;
-	void WatchdogLoop() noexcept;
-	bool Resume() noexcept;
-	void Stop() noexcept;
+	void        CheckerLoop() noexcept;
+	void        WatchdogLoop() noexcept;
+	bool        Resume() noexcept;
+	void        Stop() noexcept;
 };
 
 /* One SELECT 1: "" when the session answered, else why it is lost. */
@@ -178,7 +188,8 @@ SessionMonitorImpl::Check() noexcept
 		 */
 		std::string detail = client_internal::OneLine(e.what());
 		if (!conn.is_open() || detail.find("client encoding") != std::string::npos)
-			detail = "the connection was closed (the server ended the session, or the network failed)";
+			detail =
+				"the connection was closed (the server ended the session, or the network failed)";
 		return "lost the connection to the server: " + detail;
 	}
 	catch (const std::exception &e)
@@ -197,7 +208,8 @@ SessionMonitorImpl::CheckerLoop() noexcept
 	std::unique_lock<std::mutex> lk(mu);
 	for (;;)
 	{
-		checker_cv.wait_for(lk, interval, [this] { return stop_requested || check_now || state.load() != kAlive; });
+		checker_cv.wait_for(
+			lk, interval, [this] { return stop_requested || check_now || state.load() != kAlive; });
 		/*
 		 * Lost() also applies the deadline here: after this process was
 		 * frozen (SIGSTOP, VM pause) for longer than interval + timeout, a
@@ -347,11 +359,13 @@ SessionMonitor::SessionMonitor(pqxx::connection &conn, Options options)
 	impl->backend_pid = conn.backendpid();
 	impl->sock_dup = ::fcntl(conn.sock(), F_DUPFD_CLOEXEC, 0);
 	if (impl->sock_dup < 0)
-		throw std::system_error(errno, std::generic_category(), "pg_fence: dup of the connection socket");
+		throw std::system_error(errno, std::generic_category(),
+								"pg_fence: dup of the connection socket");
 	impl->last_ok.store(detail::Clock::now().time_since_epoch().count());
 	SessionMonitorImpl *raw = impl.get();
 	impl->checker = std::thread([raw] { raw->CheckerLoop(); });
-	impl->watchdog = std::thread([raw] { raw->WatchdogLoop(); }); /* if it throws, ~Impl stops the checker */
+	impl->watchdog =
+		std::thread([raw] { raw->WatchdogLoop(); }); /* if it throws, ~Impl stops the checker */
 	impl_ = std::move(impl);
 }
 

@@ -45,13 +45,18 @@ Setup(pqxx::connection &c)
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
 	const std::string t = TableName();
 	tx.exec("DROP TABLE IF EXISTS " + t);
-	tx.exec("CREATE TABLE " + t +
-			" (region text, id int, note text, amount numeric, at timestamptz, f bigint NOT NULL DEFAULT 0,"
-			"  fence bigint NOT NULL DEFAULT 0, PRIMARY KEY (region, id))");
-	tx.exec("INSERT INTO " + t + " (region, id, note) VALUES ('eu', 1, 'start'), ('us', 1, 'start')");
+	tx.exec(
+		"CREATE TABLE " + t +
+		" (region text, id int, note text, amount numeric, at timestamptz, f bigint NOT NULL DEFAULT 0,"
+		"  fence bigint NOT NULL DEFAULT 0, PRIMARY KEY (region, id))");
+	tx.exec("INSERT INTO " + t +
+			" (region, id, note) VALUES ('eu', 1, 'start'), ('us', 1, 'start')");
 	try
 	{
-		ExecParams(tx, "SELECT fence.fenced_update($1::regclass, '{\"region\":\"none\",\"id\":0}', 1, '{}')", t);
+		ExecParams(
+			tx,
+			"SELECT fence.fenced_update($1::regclass, '{\"region\":\"none\",\"id\":0}', 1, '{}')",
+			t);
 	}
 	catch (const pqxx::sql_error &e)
 	{
@@ -84,12 +89,15 @@ TEST_CASE("json_quote and to_json escape per RFC 8259", "[client][json]")
 	CHECK(fence::json_quote(std::string("nul\0x", 5)) == "\"nul\\u0000x\"");
 	CHECK(fence::json_quote("\x1f") == "\"\\u001f\"");
 	CHECK(fence::json_quote("h\xc3\xa9llo") == "\"h\xc3\xa9llo\"");
-	fence::Fields f{{"b", 2}, {"a", "x\"y"}, {"n", nullptr}, {"t", true}, {"d", 0.5}, {"big", 9007199254740993LL}};
-	CHECK(fence::to_json(f) == "{\"a\":\"x\\\"y\",\"b\":2,\"big\":9007199254740993,\"d\":0.5,\"n\":null,\"t\":true}");
+	fence::Fields f{{"b", 2},    {"a", "x\"y"}, {"n", nullptr},
+					{"t", true}, {"d", 0.5},    {"big", 9007199254740993LL}};
+	CHECK(fence::to_json(f) ==
+		  "{\"a\":\"x\\\"y\",\"b\":2,\"big\":9007199254740993,\"d\":0.5,\"n\":null,\"t\":true}");
 	CHECK(fence::to_json({}) == "{}");
 	CHECK(fence::FieldValue(static_cast<const char *>(nullptr)).json() == "null");
 	CHECK_THROWS_AS(fence::FieldValue(std::nan("")), std::invalid_argument);
-	CHECK_THROWS_AS(fence::FieldValue(std::numeric_limits<double>::infinity()), std::invalid_argument);
+	CHECK_THROWS_AS(fence::FieldValue(std::numeric_limits<double>::infinity()),
+					std::invalid_argument);
 	CHECK(std::string(fence::to_string(fence::UpdateResult::kStale)) == "stale");
 }
 
@@ -110,8 +118,8 @@ TEST_CASE("fenced_update: applied, stale, equal, missing", "[client][fenced_upda
 			  fence::UpdateResult::kStale);
 		fence::FencedUpdateOptions eq;
 		eq.allow_equal = true;
-		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 10, {{"note", "again"}}, eq) ==
-			  fence::UpdateResult::kApplied);
+		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 10, {{"note", "again"}},
+								   eq) == fence::UpdateResult::kApplied);
 		/* Missing row: kMissing, and the transaction is still usable. */
 		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 99}}, 11, {{"note", "x"}}) ==
 			  fence::UpdateResult::kMissing);
@@ -126,22 +134,28 @@ TEST_CASE("fenced_update: applied, stale, equal, missing", "[client][fenced_upda
 
 	/* In a nontransaction too. */
 	pqxx::nontransaction ntx(c);
-	CHECK(fence::fenced_update(ntx, t, {{"region", "us"}, {"id", 1}}, 5, {}) == fence::UpdateResult::kApplied);
-	CHECK(fence::fenced_update(ntx, t, {{"region", "us"}, {"id", 7}}, 5, {}) == fence::UpdateResult::kMissing);
+	CHECK(fence::fenced_update(ntx, t, {{"region", "us"}, {"id", 1}}, 5, {}) ==
+		  fence::UpdateResult::kApplied);
+	CHECK(fence::fenced_update(ntx, t, {{"region", "us"}, {"id", 7}}, 5, {}) ==
+		  fence::UpdateResult::kMissing);
 }
 
-TEST_CASE("fenced_update: values round-trip with their column types; nothing is spliced", "[client][fenced_update]")
+TEST_CASE("fenced_update: values round-trip with their column types; nothing is spliced",
+		  "[client][fenced_update]")
 {
 	pqxx::connection c("");
 	if (!Setup(c))
 		return;
 	const std::string t = TableName();
-	const std::string tricky = "it's \"quoted\", back\\slash,\nnew line, tab\t, '); DROP TABLE x; --, \xc3\xa9";
+	const std::string tricky =
+		"it's \"quoted\", back\\slash,\nnew line, tab\t, '); DROP TABLE x; --, \xc3\xa9";
 	{
 		pqxx::work tx(c);
 		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 20,
-								   {{"note", tricky}, {"amount", "12345678901234567890.5"},
-									{"at", "2026-01-02 03:04:05+00"}}) == fence::UpdateResult::kApplied);
+								   {{"note", tricky},
+									{"amount", "12345678901234567890.5"},
+									{"at", "2026-01-02 03:04:05+00"}}) ==
+			  fence::UpdateResult::kApplied);
 		tx.commit();
 	}
 	pqxx::row r = Row(c, "eu", 1);
@@ -163,7 +177,7 @@ TEST_CASE("fenced_update: another fence column", "[client][fenced_update]")
 	pqxx::connection c("");
 	if (!Setup(c))
 		return;
-	const std::string t = TableName();
+	const std::string          t = TableName();
 	fence::FencedUpdateOptions o;
 	o.fence_column = "f";
 	pqxx::work tx(c);
@@ -184,7 +198,7 @@ TEST_CASE("fenced_update: errors", "[client][fenced_update]")
 	if (!Setup(c))
 		return;
 	const std::string t = TableName();
-	pqxx::work tx(c);
+	pqxx::work        tx(c);
 	CHECK_THROWS_AS(fence::fenced_update(tx, "", {{"id", 1}}, 1, {}), std::invalid_argument);
 	CHECK_THROWS_AS(fence::fenced_update(tx, t, {}, 1, {}), std::invalid_argument);
 	CHECK_THROWS_AS(fence::fenced_update(tx, t, {{"id", 1}}, 0, {}), std::invalid_argument);
@@ -200,20 +214,26 @@ TEST_CASE("fenced_update: errors", "[client][fenced_update]")
 		}
 		return "none";
 	};
-	CHECK(sqlstate_of([&] { fence::fenced_update(tx, "no_such_table_xyz", {{"id", 1}}, 1, {}); }) == "42P01");
 	CHECK(sqlstate_of([&] {
-		fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 50, {{"no_such_column", 1}});
-	}) == "42703");
+			  fence::fenced_update(tx, "no_such_table_xyz", {{"id", 1}}, 1, {});
+		  }) == "42P01");
+	CHECK(
+		sqlstate_of([&] {
+			fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 50, {{"no_such_column", 1}});
+		}) == "42703");
 	CHECK(sqlstate_of([&] {
-		fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 50, {{"amount", "not a number"}});
-	}) == "22P02");
+			  fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 50,
+								   {{"amount", "not a number"}});
+		  }) == "22P02");
 	/* Every error ran in a savepoint: the transaction goes on, and nothing was written. */
-	CHECK(Exec1(tx, "SELECT fence FROM " + t + " WHERE region = 'eu' AND id = 1")[0].as<std::int64_t>() == 0);
+	CHECK(Exec1(tx, "SELECT fence FROM " + t + " WHERE region = 'eu' AND id = 1")[0]
+			  .as<std::int64_t>() == 0);
 	tx.commit();
 }
 
-TEST_CASE("fenced_update: as the first statement of a transaction, it commits or rolls back with it",
-		  "[client][fenced_update]")
+TEST_CASE(
+	"fenced_update: as the first statement of a transaction, it commits or rolls back with it",
+	"[client][fenced_update]")
 {
 	pqxx::connection c("");
 	if (!Setup(c))
@@ -221,8 +241,8 @@ TEST_CASE("fenced_update: as the first statement of a transaction, it commits or
 	const std::string t = TableName();
 	{
 		pqxx::work tx(c);
-		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 30, {{"note", "rolled back"}}) ==
-			  fence::UpdateResult::kApplied);
+		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}}, 30,
+								   {{"note", "rolled back"}}) == fence::UpdateResult::kApplied);
 		tx.abort();
 	}
 	CHECK(Row(c, "eu", 1)[0].as<std::string>() == "start");

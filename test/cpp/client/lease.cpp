@@ -44,20 +44,22 @@ using Clock = std::chrono::steady_clock;
 bool
 LeasesAvailable()
 {
-	pqxx::connection c("");
+	pqxx::connection     c("");
 	pqxx::nontransaction tx(c);
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-	return !Exec1(tx, "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")[0].as<bool>();
+	return !Exec1(tx,
+				  "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")[0]
+				.as<bool>();
 }
 
-#define REQUIRE_LEASES()                                                        \
-	do                                                                          \
-	{                                                                           \
-		if (!LeasesAvailable())                                                 \
-		{                                                                       \
+#define REQUIRE_LEASES()                                                         \
+	do                                                                           \
+	{                                                                            \
+		if (!LeasesAvailable())                                                  \
+		{                                                                        \
 			WARN("skipped: fence.lease_acquire(text,interval,text) is missing"); \
-			return;                                                             \
-		}                                                                       \
+			return;                                                              \
+		}                                                                        \
 	} while (0)
 
 std::string
@@ -85,19 +87,22 @@ std::optional<std::int64_t>
 AcquireRaw(pqxx::connection &c, const std::string &name, const char *ttl = "10 seconds")
 {
 	pqxx::nontransaction tx(c);
-	pqxx::row r = ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name, std::string(ttl));
+	pqxx::row            r =
+		ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name, std::string(ttl));
 	if (r[0].is_null())
 		return std::nullopt;
 	return r[0].as<std::int64_t>();
 }
 
 /* Records the callback's calls. */
-struct LossLog {
-	std::mutex mu;
-	int calls = 0;
+struct LossLog
+{
+	std::mutex        mu;
+	int               calls = 0;
 	fence::LossReason reason{};
-	std::string message;
-	fence::LossCallback callback()
+	std::string       message;
+	fence::LossCallback
+	callback()
 	{
 		return [this](fence::LossReason r, const std::string &m) {
 			std::lock_guard<std::mutex> lk(mu);
@@ -106,7 +111,8 @@ struct LossLog {
 			message = m;
 		};
 	}
-	int count()
+	int
+	count()
 	{
 		std::lock_guard<std::mutex> lk(mu);
 		return calls;
@@ -118,9 +124,9 @@ struct LossLog {
 TEST_CASE("Lease: excludes others, survives past its TTL by renewing, releases", "[client][lease]")
 {
 	REQUIRE_LEASES();
-	const std::string name = Unique("renew");
-	pqxx::connection other("");
-	LossLog log;
+	const std::string   name = Unique("renew");
+	pqxx::connection    other("");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.holder = "catch2 renew test";
 	opts.on_lost = log.callback();
@@ -141,16 +147,17 @@ TEST_CASE("Lease: excludes others, survives past its TTL by renewing, releases",
 	CHECK_FALSE(AcquireRaw(other, name).has_value());
 	{
 		pqxx::nontransaction tx(other);
-		pqxx::row r = ExecParams1(tx,
-								  "SELECT token, holder, expires_at > clock_timestamp() FROM fence.leases "
-								  "WHERE name = $1",
-								  name);
+		pqxx::row            r =
+			ExecParams1(tx,
+						"SELECT token, holder, expires_at > clock_timestamp() FROM fence.leases "
+						"WHERE name = $1",
+						name);
 		CHECK(r[0].as<std::int64_t>() == lease->token());
 		CHECK(r[1].as<std::string>() == "catch2 renew test");
 		CHECK(r[2].as<bool>());
 	}
 
-	fence::LossToken tok = lease->loss_token();
+	fence::LossToken   tok = lease->loss_token();
 	const std::int64_t token = lease->token();
 	CHECK(lease->release());
 	CHECK_FALSE(lease->release());
@@ -169,7 +176,7 @@ TEST_CASE("Lease: the destructor releases; a default LossToken is stopped", "[cl
 {
 	REQUIRE_LEASES();
 	const std::string name = Unique("dtor");
-	fence::LossToken tok;
+	fence::LossToken  tok;
 	CHECK(tok.stop_requested());
 	{
 		auto lease = fence::Lease::try_acquire("", name, 5s);
@@ -191,7 +198,7 @@ TEST_CASE("Lease: try_acquire_for waits for a busy lease, or gives up", "[client
 {
 	REQUIRE_LEASES();
 	const std::string name = Unique("wait");
-	pqxx::connection other("");
+	pqxx::connection  other("");
 	REQUIRE(AcquireRaw(other, name, "700 milliseconds").has_value());
 	auto t0 = Clock::now();
 	CHECK_FALSE(fence::Lease::try_acquire_for("", name, 1s, 200ms).has_value());
@@ -201,21 +208,23 @@ TEST_CASE("Lease: try_acquire_for waits for a busy lease, or gives up", "[client
 	CHECK(Clock::now() - t0 >= 600ms);
 }
 
-TEST_CASE("Lease: loss is detected within the TTL when its connection is terminated", "[client][lease]")
+TEST_CASE("Lease: loss is detected within the TTL when its connection is terminated",
+		  "[client][lease]")
 {
 	REQUIRE_LEASES();
-	const std::string name = Unique("terminated");
-	LossLog log;
+	const std::string   name = Unique("terminated");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.on_lost = log.callback();
 	auto lease = fence::Lease::try_acquire("", name, 1500ms, opts);
 	REQUIRE(lease.has_value());
 	fence::LossToken tok = lease->loss_token();
-	auto killed_at = Clock::now();
+	auto             killed_at = Clock::now();
 	{
-		pqxx::connection admin("");
+		pqxx::connection     admin("");
 		pqxx::nontransaction tx(admin);
-		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", lease->backend_pid())[0].as<bool>());
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", lease->backend_pid())[0]
+				  .as<bool>());
 	}
 	/* The next renewal (every 500 ms) fails: lost well before the TTL. */
 	REQUIRE(WaitFor([&] { return lease->lost(); }, 1500ms));
@@ -227,12 +236,13 @@ TEST_CASE("Lease: loss is detected within the TTL when its connection is termina
 	CHECK_FALSE(lease->release()); /* lost: nothing to release, and no throw */
 }
 
-TEST_CASE("Lease: without renewals it is lost at its local deadline, before another holder can take it",
-		  "[client][lease]")
+TEST_CASE(
+	"Lease: without renewals it is lost at its local deadline, before another holder can take it",
+	"[client][lease]")
 {
 	REQUIRE_LEASES();
-	const std::string name = Unique("deadline");
-	LossLog log;
+	const std::string   name = Unique("deadline");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.on_lost = log.callback();
 	opts.renew_interval = std::chrono::hours(10); /* renewals stopped on purpose */
@@ -242,7 +252,7 @@ TEST_CASE("Lease: without renewals it is lost at its local deadline, before anot
 
 	/* Poll: the moment another session can take the lease, ours must already be lost. */
 	std::optional<std::int64_t> taken;
-	auto until = Clock::now() + 3s;
+	auto                        until = Clock::now() + 3s;
 	while (!taken && Clock::now() < until)
 	{
 		bool lost_before = lease->lost();
@@ -260,14 +270,15 @@ TEST_CASE("Lease: without renewals it is lost at its local deadline, before anot
 	CHECK_FALSE(lease->release());
 	/* The new holder's lease was not touched by the old holder's release. */
 	pqxx::nontransaction tx(other);
-	CHECK(ExecParams1(tx, "SELECT token FROM fence.leases WHERE name = $1", name)[0].as<std::int64_t>() == *taken);
+	CHECK(ExecParams1(tx, "SELECT token FROM fence.leases WHERE name = $1", name)[0]
+			  .as<std::int64_t>() == *taken);
 }
 
 TEST_CASE("Lease: a refused renewal (expired and taken over) is a loss", "[client][lease]")
 {
 	REQUIRE_LEASES();
-	const std::string name = Unique("refused");
-	LossLog log;
+	const std::string   name = Unique("refused");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.on_lost = log.callback();
 	auto lease = fence::Lease::try_acquire("", name, 3s, opts);
@@ -290,12 +301,13 @@ TEST_CASE("Lease: a refused renewal (expired and taken over) is a loss", "[clien
 	CHECK_FALSE(lease->release());
 }
 
-TEST_CASE("Lease: a renewal hung on a frozen server does not keep the lease alive, nor the destructor waiting",
-		  "[client][lease]")
+TEST_CASE(
+	"Lease: a renewal hung on a frozen server does not keep the lease alive, nor the destructor waiting",
+	"[client][lease]")
 {
 	REQUIRE_LEASES();
-	const std::string name = Unique("frozen");
-	LossLog log;
+	const std::string   name = Unique("frozen");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.on_lost = log.callback();
 	auto lease = fence::Lease::try_acquire("", name, 900ms, opts);
@@ -307,7 +319,8 @@ TEST_CASE("Lease: a renewal hung on a frozen server does not keep the lease aliv
 		WARN("skipped: cannot stop backend " << pid << " (not root, and not the server's OS user)");
 		return;
 	}
-	struct Resume {
+	struct Resume
+	{
 		int pid;
 		~Resume() { kill(pid, SIGCONT); }
 	} resume{pid};
@@ -326,11 +339,13 @@ TEST_CASE("Lease: bad arguments throw std::invalid_argument", "[client][lease]")
 {
 	REQUIRE_LEASES();
 	CHECK_THROWS_AS(fence::Lease::try_acquire("", "", 1s), std::invalid_argument);
-	CHECK_THROWS_AS(fence::Lease::try_acquire("", std::string(1025, 'n'), 1s), std::invalid_argument);
+	CHECK_THROWS_AS(fence::Lease::try_acquire("", std::string(1025, 'n'), 1s),
+					std::invalid_argument);
 	CHECK_THROWS_AS(fence::Lease::try_acquire("", "x", 2ms), std::invalid_argument);
 	CHECK_THROWS_AS(fence::Lease::try_acquire_for("", "x", 1s, -1ms), std::invalid_argument);
 	fence::LeaseOptions opts;
 	opts.safety_margin = 1s;
 	CHECK_THROWS_AS(fence::Lease::try_acquire("", "x", 1s, opts), std::invalid_argument);
-	CHECK_THROWS_AS(fence::Lease::try_acquire("host=/nonexistent/socket/dir", "x", 1s), pqxx::broken_connection);
+	CHECK_THROWS_AS(fence::Lease::try_acquire("host=/nonexistent/socket/dir", "x", 1s),
+					pqxx::broken_connection);
 }

@@ -35,7 +35,7 @@ using namespace std::chrono_literals;
 void
 EnsureExtension()
 {
-	pqxx::connection c("");
+	pqxx::connection     c("");
 	pqxx::nontransaction tx(c);
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
 }
@@ -45,14 +45,15 @@ std::string
 Unique(const std::string &base)
 {
 	static int n = 0;
-	return "test_client_session_lock/" + base + "/" + std::to_string(getpid()) + "/" + std::to_string(++n);
+	return "test_client_session_lock/" + base + "/" + std::to_string(getpid()) + "/" +
+		   std::to_string(++n);
 }
 
 bool
 FreeElsewhere(const std::string &name)
 {
 	pqxx::connection c("");
-	auto l = fence::SessionLock::try_acquire(c, name);
+	auto             l = fence::SessionLock::try_acquire(c, name);
 	return l.has_value();
 }
 
@@ -61,9 +62,9 @@ FreeElsewhere(const std::string &name)
 TEST_CASE("SessionLock: try_acquire excludes other sessions and RAII releases", "[client][session]")
 {
 	EnsureExtension();
-	pqxx::connection a(""), b("");
+	pqxx::connection  a(""), b("");
 	const std::string name = Unique("raii");
-	std::int64_t first;
+	std::int64_t      first;
 	{
 		auto la = fence::SessionLock::try_acquire(a, name);
 		REQUIRE(la.has_value());
@@ -80,12 +81,13 @@ TEST_CASE("SessionLock: try_acquire excludes other sessions and RAII releases", 
 	CHECK(lb->token() > first);
 }
 
-TEST_CASE("SessionLock: move transfers the hold; the moved-from object releases nothing", "[client][session]")
+TEST_CASE("SessionLock: move transfers the hold; the moved-from object releases nothing",
+		  "[client][session]")
 {
 	EnsureExtension();
-	pqxx::connection a("");
+	pqxx::connection  a("");
 	const std::string name = Unique("move");
-	auto la = fence::SessionLock::try_acquire(a, name);
+	auto              la = fence::SessionLock::try_acquire(a, name);
 	REQUIRE(la.has_value());
 	const std::int64_t token = la->token();
 
@@ -102,7 +104,7 @@ TEST_CASE("SessionLock: move transfers the hold; the moved-from object releases 
 
 	/* Move assignment releases the target's own lock first. */
 	const std::string other = Unique("move-target");
-	auto lo = fence::SessionLock::try_acquire(a, other);
+	auto              lo = fence::SessionLock::try_acquire(a, other);
 	REQUIRE(lo.has_value());
 	*lo = std::move(v.back());
 	CHECK(FreeElsewhere(other));
@@ -116,9 +118,9 @@ TEST_CASE("SessionLock: move transfers the hold; the moved-from object releases 
 TEST_CASE("SessionLock: release() reports, and is idempotent", "[client][session]")
 {
 	EnsureExtension();
-	pqxx::connection a("");
+	pqxx::connection  a("");
 	const std::string name = Unique("release");
-	auto la = fence::SessionLock::try_acquire(a, name);
+	auto              la = fence::SessionLock::try_acquire(a, name);
 	REQUIRE(la.has_value());
 	CHECK(la->release());
 	CHECK_FALSE(la->held());
@@ -135,13 +137,14 @@ TEST_CASE("SessionLock: release() reports, and is idempotent", "[client][session
 	CHECK_FALSE(lb->release());
 }
 
-TEST_CASE("SessionLock: re-entrant grants share the token; each object releases one hold", "[client][session]")
+TEST_CASE("SessionLock: re-entrant grants share the token; each object releases one hold",
+		  "[client][session]")
 {
 	EnsureExtension();
-	pqxx::connection a("");
+	pqxx::connection  a("");
 	const std::string name = Unique("reentrant");
-	auto l1 = fence::SessionLock::try_acquire(a, name);
-	auto l2 = fence::SessionLock::try_acquire(a, name);
+	auto              l1 = fence::SessionLock::try_acquire(a, name);
+	auto              l2 = fence::SessionLock::try_acquire(a, name);
 	REQUIRE(l1.has_value());
 	REQUIRE(l2.has_value());
 	CHECK(l1->token() == l2->token());
@@ -151,12 +154,13 @@ TEST_CASE("SessionLock: re-entrant grants share the token; each object releases 
 	CHECK(FreeElsewhere(name));
 }
 
-TEST_CASE("SessionLock: try_acquire_for times out, or gets the lock when it is released", "[client][session]")
+TEST_CASE("SessionLock: try_acquire_for times out, or gets the lock when it is released",
+		  "[client][session]")
 {
 	EnsureExtension();
-	pqxx::connection a(""), b("");
+	pqxx::connection  a(""), b("");
 	const std::string name = Unique("wait");
-	auto la = fence::SessionLock::try_acquire(a, name);
+	auto              la = fence::SessionLock::try_acquire(a, name);
 	REQUIRE(la.has_value());
 
 	auto t0 = std::chrono::steady_clock::now();
@@ -175,41 +179,44 @@ TEST_CASE("SessionLock: try_acquire_for times out, or gets the lock when it is r
 		std::this_thread::sleep_for(200ms);
 		la.reset();
 	});
-	auto lc = fence::SessionLock::try_acquire_for(b, name, 10s);
+	auto        lc = fence::SessionLock::try_acquire_for(b, name, 10s);
 	releaser.join();
 	REQUIRE(lc.has_value());
 
 	/* acquire() without limit returns at once when free. */
-	pqxx::connection c("");
-	const std::string other = Unique("acquire");
+	pqxx::connection   c("");
+	const std::string  other = Unique("acquire");
 	fence::SessionLock ld = fence::SessionLock::acquire(c, other);
 	CHECK(ld.token() > lc->token());
 }
 
-TEST_CASE("SessionLock: bad arguments throw std::invalid_argument and take nothing", "[client][session]")
+TEST_CASE("SessionLock: bad arguments throw std::invalid_argument and take nothing",
+		  "[client][session]")
 {
 	EnsureExtension();
 	pqxx::connection a("");
 	CHECK_THROWS_AS(fence::SessionLock::try_acquire(a, ""), std::invalid_argument);
-	CHECK_THROWS_AS(fence::SessionLock::try_acquire(a, std::string(1025, 'x')), std::invalid_argument);
+	CHECK_THROWS_AS(fence::SessionLock::try_acquire(a, std::string(1025, 'x')),
+					std::invalid_argument);
 	CHECK_THROWS_AS(fence::SessionLock::try_acquire_for(a, "x", 0ms), std::invalid_argument);
 	CHECK_THROWS_AS(fence::SessionLock::try_acquire_for(a, "x", -5ms), std::invalid_argument);
 	CHECK_THROWS_AS(fence::SessionLock::acquire(a, ""), std::invalid_argument);
 	/* 1024 bytes is allowed. */
-	auto l = fence::SessionLock::try_acquire(a, std::string(1024, 'y') );
+	auto l = fence::SessionLock::try_acquire(a, std::string(1024, 'y'));
 	CHECK(l.has_value());
 }
 
-TEST_CASE("SessionLock: a terminated session frees the lock; the destructor does not throw", "[client][session]")
+TEST_CASE("SessionLock: a terminated session frees the lock; the destructor does not throw",
+		  "[client][session]")
 {
 	EnsureExtension();
 	const std::string name = Unique("terminated");
-	auto a = std::make_unique<pqxx::connection>("");
-	auto la = fence::SessionLock::try_acquire(*a, name);
+	auto              a = std::make_unique<pqxx::connection>("");
+	auto              la = fence::SessionLock::try_acquire(*a, name);
 	REQUIRE(la.has_value());
 	const int pid = a->backendpid();
 	{
-		pqxx::connection admin("");
+		pqxx::connection     admin("");
 		pqxx::nontransaction tx(admin);
 		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
 	}

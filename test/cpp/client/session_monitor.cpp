@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 void
 EnsureExtension()
 {
-	pqxx::connection c("");
+	pqxx::connection     c("");
 	pqxx::nontransaction tx(c);
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
 }
@@ -60,7 +60,8 @@ std::string
 Unique(const std::string &base)
 {
 	static int n = 0;
-	return "test_client_session_monitor/" + base + "/" + std::to_string(getpid()) + "/" + std::to_string(++n);
+	return "test_client_session_monitor/" + base + "/" + std::to_string(getpid()) + "/" +
+		   std::to_string(++n);
 }
 
 template <typename Pred>
@@ -78,12 +79,14 @@ WaitFor(Pred pred, std::chrono::milliseconds limit)
 }
 
 /* Records the callback's calls. */
-struct LossLog {
-	std::mutex mu;
-	int calls = 0;
+struct LossLog
+{
+	std::mutex               mu;
+	int                      calls = 0;
 	fence::SessionLossReason reason{};
-	std::string message;
-	fence::SessionLossCallback callback()
+	std::string              message;
+	fence::SessionLossCallback
+	callback()
 	{
 		return [this](fence::SessionLossReason r, const std::string &m) {
 			std::lock_guard<std::mutex> lk(mu);
@@ -92,7 +95,8 @@ struct LossLog {
 			message = m;
 		};
 	}
-	int count()
+	int
+	count()
 	{
 		std::lock_guard<std::mutex> lk(mu);
 		return calls;
@@ -102,7 +106,7 @@ struct LossLog {
 void
 Terminate(int pid)
 {
-	pqxx::connection admin("");
+	pqxx::connection     admin("");
 	pqxx::nontransaction tx(admin);
 	REQUIRE(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
 }
@@ -132,8 +136,13 @@ public:
 	FrozenBackend(const FrozenBackend &) = delete;
 	FrozenBackend &operator=(const FrozenBackend &) = delete;
 
-	bool frozen() const { return frozen_; }
-	void Thaw()
+	bool
+	frozen() const
+	{
+		return frozen_;
+	}
+	void
+	Thaw()
 	{
 		if (frozen_)
 			kill(pid_, SIGCONT);
@@ -141,34 +150,35 @@ public:
 	}
 
 private:
-	int pid_;
+	int  pid_;
 	bool frozen_ = false;
 };
 
 const char kCannotFreeze[] = "(not on this machine, or not root nor the server's OS user)";
 
-#define SKIP_UNLESS_FROZEN(fb, pid)                                                \
-	do                                                                             \
-	{                                                                              \
-		if (!(fb).frozen())                                                        \
-		{                                                                          \
+#define SKIP_UNLESS_FROZEN(fb, pid)                                                 \
+	do                                                                              \
+	{                                                                               \
+		if (!(fb).frozen())                                                         \
+		{                                                                           \
 			WARN("skipped: cannot stop backend " << (pid) << " " << kCannotFreeze); \
-			return;                                                                \
-		}                                                                          \
+			return;                                                                 \
+		}                                                                           \
 	} while (0)
 
 } // namespace
 
-TEST_CASE("SessionMonitor: pg_terminate_backend of the monitored session is reported within seconds",
-		  "[client][session_monitor]")
+TEST_CASE(
+	"SessionMonitor: pg_terminate_backend of the monitored session is reported within seconds",
+	"[client][session_monitor]")
 {
 	EnsureExtension();
-	pqxx::connection conn("");
+	pqxx::connection  conn("");
 	const std::string name = Unique("terminated");
-	auto lock = fence::SessionLock::try_acquire(conn, name);
+	auto              lock = fence::SessionLock::try_acquire(conn, name);
 	REQUIRE(lock.has_value());
 
-	LossLog log;
+	LossLog                      log;
 	fence::SessionMonitorOptions opts; /* the defaults: a check every 1 s, 3 s to answer */
 	opts.on_lost = log.callback();
 	fence::SessionMonitor monitor(conn, opts);
@@ -200,11 +210,12 @@ TEST_CASE("SessionMonitor: pg_terminate_backend of the monitored session is repo
 	CHECK_FALSE(lock->held());
 }
 
-TEST_CASE("SessionMonitor: a healthy session is never reported; after stop() the connection is the caller's again",
-		  "[client][session_monitor]")
+TEST_CASE(
+	"SessionMonitor: a healthy session is never reported; after stop() the connection is the caller's again",
+	"[client][session_monitor]")
 {
-	pqxx::connection conn("");
-	LossLog log;
+	pqxx::connection             conn("");
+	LossLog                      log;
 	fence::SessionMonitorOptions opts;
 	opts.check_interval = 50ms;
 	opts.check_timeout = 1000ms;
@@ -225,7 +236,7 @@ TEST_CASE("SessionMonitor: a healthy session is never reported; after stop() the
 	fence::SessionMonitorOptions quick;
 	quick.check_interval = 20ms;
 	quick.check_timeout = 30ms;
-	pqxx::connection conn2("");
+	pqxx::connection      conn2("");
 	fence::SessionMonitor m2(conn2, quick);
 	m2.stop();
 	m2.stop(); /* idempotent */
@@ -233,7 +244,8 @@ TEST_CASE("SessionMonitor: a healthy session is never reported; after stop() the
 	CHECK_FALSE(m2.lost());
 }
 
-TEST_CASE("SessionMonitor: stop() and the destructor return promptly between checks", "[client][session_monitor]")
+TEST_CASE("SessionMonitor: stop() and the destructor return promptly between checks",
+		  "[client][session_monitor]")
 {
 	pqxx::connection conn("");
 	{
@@ -254,12 +266,13 @@ TEST_CASE("SessionMonitor: stop() and the destructor return promptly between che
 	CHECK(Exec1(tx, "SELECT 1")[0].as<int>() == 1);
 }
 
-TEST_CASE("SessionMonitor: a check hung on a frozen backend is a loss at interval + timeout, and is aborted",
-		  "[client][session_monitor]")
+TEST_CASE(
+	"SessionMonitor: a check hung on a frozen backend is a loss at interval + timeout, and is aborted",
+	"[client][session_monitor]")
 {
-	pqxx::connection conn("");
-	const int pid = conn.backendpid();
-	LossLog log;
+	pqxx::connection             conn("");
+	const int                    pid = conn.backendpid();
+	LossLog                      log;
 	fence::SessionMonitorOptions opts;
 	opts.check_interval = 200ms;
 	opts.check_timeout = 500ms;
@@ -287,8 +300,9 @@ TEST_CASE("SessionMonitor: a check hung on a frozen backend is a loss at interva
 	CHECK(monitor.lost());
 }
 
-TEST_CASE("SessionMonitor: a process frozen past interval + timeout finds the session lost when it continues",
-		  "[client][session_monitor]")
+TEST_CASE(
+	"SessionMonitor: a process frozen past interval + timeout finds the session lost when it continues",
+	"[client][session_monitor]")
 {
 	/* The frozen process is a child: it reports lost() and message() through a pipe. */
 	int fds[2];
@@ -301,12 +315,12 @@ TEST_CASE("SessionMonitor: a process frozen past interval + timeout finds the se
 		char out = 'e'; /* error */
 		try
 		{
-			pqxx::connection conn("");
+			pqxx::connection             conn("");
 			fence::SessionMonitorOptions opts;
 			opts.check_interval = 100ms;
 			opts.check_timeout = 200ms;
 			fence::SessionMonitor monitor(conn, opts);
-			char ready = 'r';
+			char                  ready = 'r';
 			if (write(fds[1], &ready, 1) != 1)
 				_exit(1);
 			std::this_thread::sleep_for(1500ms); /* the parent freezes us for 800 ms of it */
@@ -336,14 +350,16 @@ TEST_CASE("SessionMonitor: a process frozen past interval + timeout finds the se
 	close(fds[0]);
 	int status = 0;
 	waitpid(pid, &status, 0);
-	INFO("child answered '" << c << "' (L: lost, no answer in time; a: alive; m: other message; e: error)");
+	INFO("child answered '"
+		 << c << "' (L: lost, no answer in time; a: alive; m: other message; e: error)");
 	CHECK(c == 'L');
 }
 
-TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resume() checks at once",
-		  "[client][session_monitor]")
+TEST_CASE(
+	"SessionMonitor: while suspended, an unanswered check is no loss; resume() checks at once",
+	"[client][session_monitor]")
 {
-	LossLog log;
+	LossLog                      log;
 	fence::SessionMonitorOptions opts;
 	opts.check_interval = 100ms;
 	opts.check_timeout = 300ms;
@@ -351,14 +367,15 @@ TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resu
 
 	SECTION("the session survived the suspension: resume() is true")
 	{
-		pqxx::connection conn("");
-		const int pid = conn.backendpid();
+		pqxx::connection      conn("");
+		const int             pid = conn.backendpid();
 		fence::SessionMonitor monitor(conn, opts);
 		monitor.suspend();
 		{
 			FrozenBackend fb(pid);
 			SKIP_UNLESS_FROZEN(fb, pid);
-			std::this_thread::sleep_for(900ms); /* twice interval + timeout, the check in flight hangs */
+			std::this_thread::sleep_for(
+				900ms); /* twice interval + timeout, the check in flight hangs */
 			CHECK_FALSE(monitor.lost());
 			CHECK(log.count() == 0);
 		}
@@ -372,10 +389,11 @@ TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resu
 		CHECK(log.count() == 0);
 	}
 
-	SECTION("the session does not answer after the suspension: resume() aborts the check and is false")
+	SECTION(
+		"the session does not answer after the suspension: resume() aborts the check and is false")
 	{
-		pqxx::connection conn("");
-		const int pid = conn.backendpid();
+		pqxx::connection      conn("");
+		const int             pid = conn.backendpid();
 		fence::SessionMonitor monitor(conn, opts);
 		monitor.suspend();
 		FrozenBackend fb(pid);
@@ -394,7 +412,7 @@ TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resu
 
 	SECTION("a session terminated during the suspension: resume() is false")
 	{
-		pqxx::connection conn("");
+		pqxx::connection      conn("");
 		fence::SessionMonitor monitor(conn, opts);
 		monitor.suspend();
 		Terminate(conn.backendpid());
@@ -404,9 +422,10 @@ TEST_CASE("SessionMonitor: while suspended, an unanswered check is no loss; resu
 	}
 }
 
-TEST_CASE("SessionMonitor: moves; a throwing callback is ignored; bad arguments throw", "[client][session_monitor]")
+TEST_CASE("SessionMonitor: moves; a throwing callback is ignored; bad arguments throw",
+		  "[client][session_monitor]")
 {
-	pqxx::connection conn("");
+	pqxx::connection             conn("");
 	fence::SessionMonitorOptions opts;
 	opts.check_interval = 100ms;
 	std::atomic<int> calls{0};
@@ -429,7 +448,7 @@ TEST_CASE("SessionMonitor: moves; a throwing callback is ignored; bad arguments 
 	CHECK(monitor.lost());
 	monitor.stop();
 
-	pqxx::connection c2("");
+	pqxx::connection             c2("");
 	fence::SessionMonitorOptions bad;
 	bad.check_interval = 0ms;
 	CHECK_THROWS_AS(fence::SessionMonitor(c2, bad), std::invalid_argument);
