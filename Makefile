@@ -8,6 +8,8 @@
 # make test-versions  make test on every supported major this machine can get
 #                   (15 here, 17 in a Debian trixie chroot, 18 built from
 #                   source with assertions): scripts/test-versions.sh
+# make check-style  clang-format and "no std:: in server code outside the
+#                   boundary header" (scripts/check-style.sh; --fix formats)
 # make bench        the benchmarks (bench/README.md); writes bench/results.*
 # make deps         only install the missing Debian packages
 #
@@ -50,7 +52,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test test-versions bench
+.PHONY: deps demo test test-versions check-style bench
 
 deps:
 	@bash scripts/install-deps.sh
@@ -64,6 +66,10 @@ test: deps
 	$(MAKE) all
 	$(MAKE) install
 	bash scripts/temp-cluster.sh bash test/run-all.sh
+
+# clang-format and the boundary rule (no std:: in server code outside it).
+check-style:
+	bash scripts/check-style.sh
 
 # The suite on PostgreSQL 15, 17 and 18, each in its own build tree.
 test-versions:
