@@ -59,6 +59,7 @@
 #include <pqxx/except>
 
 #include "cli.hpp"
+#include "internal.hpp"
 #include "options.hpp"
 #include "pg_fence/client.hpp"
 #include "status.hpp"
@@ -115,13 +116,8 @@ Msg(const char *fmt, ...)
 std::string
 Trim(std::string s)
 {
-	while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
-		s.pop_back();
 	/* libpq messages may span lines; keep them on one line after "pg_fence: ". */
-	for (char &c : s)
-		if (c == '\n')
-			c = ' ';
-	return s;
+	return client_internal::OneLine(std::move(s));
 }
 
 } // namespace fence::cli

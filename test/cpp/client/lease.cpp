@@ -30,6 +30,7 @@
 
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
+#include "test_util.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams;
@@ -62,25 +63,13 @@ LeasesAvailable()
 		}                                                                        \
 	} while (0)
 
+using fence_test::WaitFor;
+using LossLog = fence_test::LossLog<fence::LossReason>;
+
 std::string
 Unique(const std::string &base)
 {
-	static int n = 0;
-	return "test_client_lease/" + base + "/" + std::to_string(getpid()) + "/" + std::to_string(++n);
-}
-
-template <typename Pred>
-bool
-WaitFor(Pred pred, std::chrono::milliseconds limit)
-{
-	auto until = Clock::now() + limit;
-	while (Clock::now() < until)
-	{
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(5ms);
-	}
-	return pred();
+	return fence_test::Unique("test_client_lease", base);
 }
 
 std::optional<std::int64_t>
@@ -93,31 +82,6 @@ AcquireRaw(pqxx::connection &c, const std::string &name, const char *ttl = "10 s
 		return std::nullopt;
 	return r[0].as<std::int64_t>();
 }
-
-/* Records the callback's calls. */
-struct LossLog
-{
-	std::mutex        mu;
-	int               calls = 0;
-	fence::LossReason reason{};
-	std::string       message;
-	fence::LossCallback
-	callback()
-	{
-		return [this](fence::LossReason r, const std::string &m) {
-			std::lock_guard<std::mutex> lk(mu);
-			calls++;
-			reason = r;
-			message = m;
-		};
-	}
-	int
-	count()
-	{
-		std::lock_guard<std::mutex> lk(mu);
-		return calls;
-	}
-};
 
 } // namespace
 

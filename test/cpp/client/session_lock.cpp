@@ -24,6 +24,7 @@
 
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
+#include "test_util.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams1;
@@ -32,21 +33,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void
-EnsureExtension()
-{
-	pqxx::connection     c("");
-	pqxx::nontransaction tx(c);
-	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-}
+using fence_test::EnsureExtension;
 
 /* A name no other test (or concurrent run) uses. */
 std::string
 Unique(const std::string &base)
 {
-	static int n = 0;
-	return "test_client_session_lock/" + base + "/" + std::to_string(getpid()) + "/" +
-		   std::to_string(++n);
+	return fence_test::Unique("test_client_session_lock", base);
 }
 
 bool

@@ -39,6 +39,7 @@
 
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
+#include "test_util.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams1;
@@ -48,60 +49,15 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-void
-EnsureExtension()
-{
-	pqxx::connection     c("");
-	pqxx::nontransaction tx(c);
-	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-}
+using fence_test::EnsureExtension;
+using fence_test::WaitFor;
+using LossLog = fence_test::LossLog<fence::SessionLossReason>;
 
 std::string
 Unique(const std::string &base)
 {
-	static int n = 0;
-	return "test_client_session_monitor/" + base + "/" + std::to_string(getpid()) + "/" +
-		   std::to_string(++n);
+	return fence_test::Unique("test_client_session_monitor", base);
 }
-
-template <typename Pred>
-bool
-WaitFor(Pred pred, std::chrono::milliseconds limit)
-{
-	auto until = Clock::now() + limit;
-	while (Clock::now() < until)
-	{
-		if (pred())
-			return true;
-		std::this_thread::sleep_for(5ms);
-	}
-	return pred();
-}
-
-/* Records the callback's calls. */
-struct LossLog
-{
-	std::mutex               mu;
-	int                      calls = 0;
-	fence::SessionLossReason reason{};
-	std::string              message;
-	fence::SessionLossCallback
-	callback()
-	{
-		return [this](fence::SessionLossReason r, const std::string &m) {
-			std::lock_guard<std::mutex> lk(mu);
-			calls++;
-			reason = r;
-			message = m;
-		};
-	}
-	int
-	count()
-	{
-		std::lock_guard<std::mutex> lk(mu);
-		return calls;
-	}
-};
 
 void
 Terminate(int pid)
