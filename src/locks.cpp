@@ -20,6 +20,7 @@
 
 #include "ext/boundary.hpp"
 #include "ext/compat.hpp"
+#include "ext/lock_wait.hpp"
 #include "ext/shmem.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
@@ -27,9 +28,6 @@
 namespace fence {
 
 namespace {
-
-/* pg_stat_activity.wait_event of a waiting fence.lock / fence.xact_lock (17+). */
-constexpr const char *kLockWaitEvent = "PgFenceLock";
 
 /*
  * One name this backend holds.  Lives in a dynahash keyed by the name's
@@ -187,86 +185,6 @@ FindHeld(NameArg name, uint64 key, bool collision_ok)
 						errhint("Release \"%s\" first, or use another name.", lock->name)));
 	}
 	return lock;
-}
-
-/*
- * LockAcquire that waits: wait_usecs < 0 without a limit of our own, > 0 at
- * most that long (rounded up to whole milliseconds, and capped at INT_MAX
- * milliseconds, the largest lock_timeout), then 55P03 naming the lock.
- *
- * On 17+ the wait shows in pg_stat_activity as wait event "Extension:
- * PgFenceLock" (compat::BeginCustomWait).
- *
- * No GUC the caller can see changes: the lock manager reads the C variable
- * LockTimeout when it starts to sleep, so set it for the duration of the call
- * and restore it on every path.  A shorter lock_timeout of the caller's still
- * applies (with PostgreSQL's own 55P03 message).
- *
- * An error while waiting (cancel, statement_timeout, lock timeout, deadlock)
- * can race with the grant: the lock manager may have granted the lock just
- * before the error was raised, and the abort's LockErrorCleanup() would then
- * record it as held; a session lock would so outlive the failed call,
- * unknown to pg_fence.  Clean up the wait here instead, and release the lock
- * if it was granted, before the error propagates (SPEC guarantee 8).
- */
-LockAcquireResult
-WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
-{
-	const int   saved_timeout = LockTimeout;
-	const int64 wait_ms =
-		wait_usecs <= 0 ? 0
-						: Min(wait_usecs / 1000 + (wait_usecs % 1000 != 0), (int64) PG_INT32_MAX);
-	const bool ours = wait_ms > 0 && (saved_timeout <= 0 || wait_ms < saved_timeout);
-	volatile LockAcquireResult res = LOCKACQUIRE_NOT_AVAIL;
-	MemoryContext              oldcxt = CurrentMemoryContext;
-
-	static uint32 wait_event = 0;
-
-	if (wait_event == 0)
-		wait_event = compat::CustomWaitEvent(kLockWaitEvent);
-	if (ours)
-		LockTimeout = (int) wait_ms;
-
-	PG_TRY();
-	{
-		compat::BeginCustomWait(wait_event);
-		res = LockAcquire(tag, ExclusiveLock, session, false);
-		compat::EndCustomWait(wait_event);
-	}
-	PG_CATCH();
-	{
-		compat::EndCustomWait(wait_event);
-		LockTimeout = saved_timeout;
-		/* out of the wait queue, or granted after all: then give it back */
-		LockErrorCleanup();
-		if (HeldByMe(tag))
-			LockRelease(tag, ExclusiveLock, session);
-		MemoryContextSwitchTo(oldcxt);
-
-		ErrorData *edata = CopyErrorData();
-
-		if (ours && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-		{
-			Interval iv;
-
-			FlushErrorState();
-			StatsCount(StatKind::kTimeouts);
-			memset(&iv, 0, sizeof(iv));
-			iv.time = wait_ms * 1000;
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not obtain lock \"%s\" within %s", NameCString(name),
-						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&iv)))),
-				 errhint("Another session holds it; see the view fence.locks.")));
-		}
-		FreeErrorData(edata);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-
-	LockTimeout = saved_timeout;
-	return res;
 }
 
 void
