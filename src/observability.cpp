@@ -93,6 +93,9 @@ Stats(FunctionCallInfo fcinfo)
 	bool          nulls[n];
 	bool          available = StatsRead(MyDatabaseId, counters);
 
+	if (!available)
+		NoticeIfNoSharedMemory("fence.stats() counts nothing");
+
 	for (int c = 0; c < n; c++)
 	{
 		values[c] = available ? Int64GetDatum((int64) counters[c]) : (Datum) 0;

@@ -17,7 +17,7 @@ AS 'MODULE_PATHNAME', 'fence_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.stats() IS
-'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
 
 CREATE FUNCTION fence.held_locks(OUT pid integer, OUT key bigint, OUT name text,
                                  OUT token bigint, OUT kind text,

@@ -41,6 +41,9 @@ else
 		"NOTICE:  pg_fence is not in shared_preload_libraries: fence.locks shows no lock names|$hint" \
 		"$(q -c "SELECT fence.try_lock('np-notice')" -c 'SELECT count(*) FROM fence.locks' 2>&1 >/dev/null |
 			grep -E '^(NOTICE|HINT):' | paste -sd'|')"
+	check "15/16: fence.stats() says what is missing" \
+		"NOTICE:  pg_fence is not in shared_preload_libraries: fence.stats() counts nothing|$hint" \
+		"$(q -c 'SELECT * FROM fence.stats()' 2>&1 >/dev/null | grep -E '^(NOTICE|HINT):' | paste -sd'|')"
 fi
 
 # locks work; without shared memory the view degrades to pg_locks
