@@ -302,6 +302,11 @@ run "unpacking $PG_ORIG" build.log \
 start=$(date +%s)
 run "configuring PostgreSQL ($PG_SOURCE $PG_VERSION_DEB): ${CONFIGURE_FLAGS[*]}" configure.log \
 	env -C "$WORK/postgresql" CFLAGS="$BUILD_CFLAGS" ./configure "${CONFIGURE_FLAGS[@]}"
+# When this script runs under another make (make test-versions), MAKELEVEL
+# and MAKEFLAGS come from there: PostgreSQL's makefiles build their generated
+# headers (utils/errcodes.h...) only at MAKELEVEL 0, so a nested parallel
+# build fails without them.  Build as a top-level make.
+unset MAKELEVEL MAKEFLAGS MFLAGS
 run "building PostgreSQL (make -j$JOBS, a few minutes)" build.log \
 	make -C "$WORK/postgresql" -j"$JOBS"
 run "building the regression and isolation test drivers" build.log \
