@@ -93,8 +93,7 @@ Stats(FunctionCallInfo fcinfo)
 	bool          nulls[n];
 	bool          available = StatsRead(MyDatabaseId, counters);
 
-	if (!available)
-		NoticeIfNoSharedMemory("fence.stats() counts nothing");
+	NoticeIfNoSharedMemory("fence.stats() counts nothing");
 
 	for (int c = 0; c < n; c++)
 	{

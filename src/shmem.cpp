@@ -53,6 +53,7 @@ ShmemMode    mode = ShmemMode::kNone;
 SharedBlock *block = nullptr;
 bool         tranche_registered = false;
 DbShared    *my_db = nullptr;
+bool         my_db_searched = false; /* searched the shares once (found or not) */
 
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
@@ -223,10 +224,12 @@ AttachShared()
 DbShared *
 MyDbShared()
 {
-	if (my_db != nullptr)
+	if (my_db != nullptr || my_db_searched)
 		return my_db;
 	if (block == nullptr || !OidIsValid(MyDatabaseId))
 		return nullptr;
+	/* shares are never given up: a database that finds none never will */
+	my_db_searched = true;
 	for (int i = 0; i < kDbSlots; i++)
 	{
 		DbShared *db = &block->dbs[i];
@@ -264,12 +267,6 @@ Registry *
 SharedRegistry()
 {
 	return block != nullptr ? BlockRegistry(block) : nullptr;
-}
-
-int
-RegistryCapacity()
-{
-	return mode == ShmemMode::kPreloaded ? max_locks : kDefaultMaxLocks;
 }
 
 } /* namespace fence */

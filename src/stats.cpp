@@ -35,7 +35,6 @@
 
 #include "ext/args.hpp"
 #include "ext/messages.hpp"
-
 #include "ext/shmem.hpp"
 
 extern "C" {
@@ -133,12 +132,6 @@ RegistryCleanup(int code, Datum arg)
 }
 
 } /* namespace */
-
-bool
-StatsAvailable()
-{
-	return AttachShared();
-}
 
 bool
 StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount])
@@ -267,7 +260,7 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 				LOG,
 				(errmsg(
 					 "pg_fence: lock registry full (fence.max_locks = %d): held locks are shown in fence.locks without their names",
-					 RegistryCapacity()),
+					 r->capacity),
 				 errdetail("Grants not registered since server start: " UINT64_FORMAT ".", n),
 				 errhint("Increase fence.max_locks (needs a restart)."), errhidestmt(true)));
 		}

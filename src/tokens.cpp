@@ -165,7 +165,6 @@ StartCounter(DbShared *slot, Oid seq)
 	SpinLockRelease(&slot->token_mutex);
 }
 
-/* Draw a token from the slot.  PostgreSQL-style: raises ERROR. */
 /*
  * As the one mover of the slot's ceiling (waiting for its LWLock if wait,
  * else only if it is free at once): start the counter if it is not started
@@ -204,6 +203,7 @@ AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
 	LWLockRelease(mover);
 }
 
+/* Draw a token from the slot.  PostgreSQL-style: raises ERROR. */
 int64
 DrawFromSlot(DbShared *slot, Oid seq)
 {

@@ -27,12 +27,6 @@
 
 namespace fence {
 
-/*
- * Is the shared block there (attaching to it if need be; may raise ERROR)?
- * False on 15/16 without the preload.
- */
-bool StatsAvailable();
-
 /* Counters of database dbid since server start; false without shared memory. */
 bool StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount]);
 

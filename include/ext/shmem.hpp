@@ -147,7 +147,4 @@ RegistryEntries(Registry *r)
 /* The registry, or nullptr (no block, or not attached yet); never raises. */
 Registry *SharedRegistry();
 
-/* fence.max_locks: the registry's capacity in this server. */
-int RegistryCapacity();
-
 } /* namespace fence */
