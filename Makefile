@@ -57,15 +57,18 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 deps:
 	@bash scripts/install-deps.sh
 
+# Install and run under one lock per server installation: two checkouts
+# testing at once on one machine (e.g. two branches) would otherwise install
+# over each other's extension between the install and the tests.
+INSTALL_LOCK = flock $(shell $(PG_CONFIG) --pkglibdir)/pg_fence.install.lock
+
 demo: deps
 	$(MAKE) all
-	$(MAKE) install
-	bash scripts/temp-cluster.sh bash test/demo/demo.sh
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/demo/demo.sh'
 
 test: deps
 	$(MAKE) all
-	$(MAKE) install
-	bash scripts/temp-cluster.sh bash test/run-all.sh
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/run-all.sh'
 
 # clang-format and the boundary rule (no std:: in server code outside it).
 check-style:
