@@ -7,7 +7,7 @@
  *	  fence::SessionLock    RAII session lock with its fencing token
  *	  fence::SessionMonitor session-loss detection (SELECT 1 every second)
  *	  fence::Lease          lease renewed in the background, loss detection
- *	  fence::LossToken      stop flag for worker loops
+ *	  fence::LossToken      stop flag for worker loops (loss.hpp)
  *	  fence::fenced_update  write that rejects stale tokens
  *
  * Link with -lpg_fence_client -lpqxx -lpq -lpthread, or use pkg-config
@@ -30,6 +30,7 @@
 
 #include "pg_fence/fenced_update.hpp"
 #include "pg_fence/lease.hpp"
+#include "pg_fence/loss.hpp"
 #include "pg_fence/session_lock.hpp"
 #include "pg_fence/session_monitor.hpp"
 

@@ -3,31 +3,44 @@
  * lease.hpp
  *	  fence::Lease: a pg_fence lease (fence.lease_acquire / lease_renew /
  *	  lease_release) held on its own connection and renewed by a background
- *	  thread; fence::LossToken, a flag a worker loop checks.
+ *	  thread that rides out restarts and broken connections; its loss is
+ *	  seen by lost(), a fence::LossToken (loss.hpp) and a callback.
  *
  * A lease is a lock with a time to live (TTL): the server forgets it at
- * expiry unless it is renewed, so it survives disconnects and transaction
- * pooling but not a holder that stops renewing.  The holder must therefore
- * stop acting on the lease as soon as it can no longer be sure it still has
- * it.  This class decides that on the client's own monotonic clock
- * (std::chrono::steady_clock), never on the server's answer alone:
+ * expiry unless it is renewed, so it survives disconnects, server restarts
+ * and transaction pooling but not a holder that stops renewing.  The holder
+ * must therefore stop acting on the lease as soon as it can no longer be
+ * sure it still has it.  This class decides that on the client's own
+ * monotonic clock (std::chrono::steady_clock), never on the server's
+ * answer alone:
  *
  *	 local deadline = (moment the last successful acquire/renew request was
  *	                   *sent*) + TTL - safety_margin
  *
  * The server computes its expiry from the moment it *executes* the request,
  * which is later, so the local deadline falls before the server-side expiry
- * (up to the two clocks' rate difference, a few parts per million).  The
- * lease is reported lost as soon as a renewal fails (error, broken
- * connection, timeout) or is refused (lease_renew returned false: the lease
- * expired and someone may have taken it over), or the deadline passes
- * without a successful renewal, e.g. because a renewal hangs on a dead
- * network.  Renewals are sent every TTL/3 (the usual rule for leases: two
- * renewals can fail or be slow before the TTL runs out), each bounded by the
- * time left before the deadline, both on the server (SET LOCAL
- * statement_timeout) and on the client (a watchdog thread that declares the
- * loss at the deadline and aborts the hung call).  Once lost, a Lease never
- * becomes held again.
+ * (up to the two clocks' rate difference, a few parts per million).
+ *
+ * Renewals are sent every TTL/3 (the usual rule for leases: two renewals
+ * can fail or be slow before the TTL runs out), each in one round trip and
+ * bounded by the time left before the deadline, both on the server (SET
+ * LOCAL statement_timeout) and on the client (every wait of the renewer
+ * thread ends at the deadline).  A renewal that fails for a reason that can
+ * pass (the connection broke, the server restarted or is shutting down or
+ * recovering, too many connections, a statement timeout, a standby not yet
+ * promoted: see LossReason) is not a loss: the renewer connects again and
+ * retries, with backoff from 50 ms up to the renew interval, until the
+ * deadline.  The lease itself is in the server's table, so it survives a
+ * restart of the server or a broken connection, and a renewal that gets
+ * through in time keeps it.  The lease is reported lost only when
+ *   - the server refuses the renewal (lease_renew returned false: it
+ *     expired and someone may have taken it over): LossReason::kRefused;
+ *   - the server rejects it with an error that retrying cannot cure
+ *     (e.g. 3F000 or 42883 after DROP EXTENSION, 42501 after a REVOKE):
+ *     LossReason::kRenewError;
+ *   - the local deadline passes without a successful renewal, e.g. the
+ *     server stayed down or the network dead: LossReason::kDeadline.
+ * Once lost, a Lease never becomes held again.
  *
  * Losing a lease does not undo work already done.  Fencing does: present
  * token() with every write (fence.fenced_update etc.) and the resource
@@ -51,53 +64,51 @@
 #include <optional>
 #include <string>
 
+#include "pg_fence/loss.hpp"
+
 namespace fence {
 
 namespace detail {
-struct LeaseState;
 struct LeaseImpl;
 } // namespace detail
-
-/**
- * A cheap, copyable view of a lease's end, for worker loops: like C++20's
- * std::stop_token, `while (!tok.stop_requested()) { ...one step... }`.
- *
- * stop_requested() becomes true, and stays true, when the lease is lost
- * (same rule as Lease::lost(), including the local deadline) or released
- * (Lease::release() or destruction).  A default-constructed LossToken is
- * always "stop requested".  Thread-safe: any number of threads may call it
- * at once, before and after the Lease is destroyed.  Never throws.
- */
-class LossToken
-{
-public:
-	LossToken() = default;
-	bool stop_requested() const noexcept;
-
-private:
-	friend class Lease;
-	explicit LossToken(std::shared_ptr<const detail::LeaseState> state) : state_(std::move(state))
-	{
-	}
-	std::shared_ptr<const detail::LeaseState> state_;
-};
 
 /** Why a lease was lost, as passed to the callback. */
 enum class LossReason
 {
-	kRefused,    /**< lease_renew returned false: expired, maybe taken over */
-	kRenewError, /**< the renewal failed: broken connection, server error, statement timeout */
-	kDeadline,   /**< the local deadline passed without a successful renewal */
+	/** lease_renew returned false: the lease expired, maybe taken over. */
+	kRefused,
+	/**
+	 * The server rejected the renewal with an error that retrying cannot
+	 * cure (any SQLSTATE but the transient ones: class 08, 53, 57P01-57P05,
+	 * 40001, 40P01, 55P03, 57014, 25006, after which the renewer retries).
+	 */
+	kRenewError,
+	/**
+	 * The local deadline passed without a successful renewal: renewals kept
+	 * failing (connection lost, server down: the message names the last
+	 * error) or did not answer in time.
+	 */
+	kDeadline,
 };
 
 /**
- * Called once, when the loss is detected, from the renewer or the
- * watchdog thread (never from the thread that calls lost()).  It must
+ * Called once, when the loss is detected, from the renewer thread (never from the thread that calls lost()).  It must
  * return quickly, must not call release() or destroy the Lease, and
  * should not throw (an exception is caught and ignored).  `message` is a
- * human-readable explanation (e.g. the server's error).
+ * one-line explanation, e.g. "lease renewal refused: the lease expired or
+ * was taken over by another holder", or "lease deadline passed without a
+ * successful renewal (local clock); last error: connection lost: ...".
  */
 using LossCallback = std::function<void(LossReason reason, const std::string &message)>;
+
+/**
+ * Called after each renewal attempt that failed but will be retried,
+ * from the renewer thread, with a one-line message such as "lease renewal
+ * failed: connection lost: server closed the connection unexpectedly;
+ * retrying until 12:00:03.214 (local time)".  Same rules as LossCallback;
+ * meant for logging.
+ */
+using RetryCallback = std::function<void(const std::string &message)>;
 
 struct LeaseOptions
 {
@@ -105,6 +116,14 @@ struct LeaseOptions
 	std::string holder;
 	/** See fence::LossCallback; may be empty. */
 	LossCallback on_lost;
+	/** See fence::RetryCallback; may be empty. */
+	RetryCallback on_retry;
+	/**
+	 * Limit on making a connection (the first one, and each one the
+	 * renewer makes again after a failure, which is also bounded by the
+	 * lease's deadline).  Must be positive.  Default 10 s.
+	 */
+	std::chrono::milliseconds connect_timeout{10000};
 	/**
 	 * Time between renewals; zero (the default) means TTL/3.  Must be
 	 * less than TTL - safety_margin for the lease to survive; a longer
@@ -125,11 +144,13 @@ struct LeaseOptions
  * A held lease, renewed in the background until it is released or lost.
  *
  * Construction (try_acquire / try_acquire_for) opens a connection of its
- * own from a libpq connection string ("" = libpq defaults: PG* environment
- * variables), calls fence.lease_acquire, and on success starts two threads:
- * the renewer (fence.lease_renew every renew_interval, TTL/3 by default)
- * and the watchdog (declares the loss at the local deadline).  No other
- * code uses that connection.
+ * own (libpq, not libpqxx: every wait must be bounded by the deadline) from
+ * a libpq connection string or URI ("" = libpq defaults: PG* environment
+ * variables; a multi-host string with target_session_attrs=read-write
+ * follows a failover), calls fence.lease_acquire, and on success starts
+ * one thread, the renewer: fence.lease_renew every renew_interval (TTL/3
+ * by default), reconnecting after failures, and declaring the loss at the
+ * local deadline.  No other code uses that connection.
  *
  * Thread safety: lost(), token(), name(), deadline(), loss_token() and
  * backend_pid() may be called from any thread at any time.  release(), the
@@ -137,12 +158,15 @@ struct LeaseOptions
  * other call on the same object, nor from inside the loss callback.
  *
  * Errors: std::invalid_argument for an empty or over-long name (> 1024
- * bytes) or a TTL below 3 ms; pqxx::broken_connection when the connection
- * cannot be made or breaks during the acquisition; pqxx::sql_error (with
- * sqlstate()) for server errors, e.g. 42883 when the extension (or its
- * lease functions) is not installed, 25006 on a standby, 42501 without
- * privileges.  Once acquired, nothing the renewer meets is thrown: it is a
- * loss, reported by lost(), the LossToken and the callback.
+ * bytes), a TTL below 3 ms, or a bad option; pqxx::broken_connection
+ * when the connection cannot be made within connect_timeout or breaks
+ * during the acquisition (what() is libpq's reason); pqxx::sql_error (with
+ * sqlstate()) for server errors, e.g. 3F000 when the extension is not
+ * installed in the database (schema "fence" does not exist), 42883 when an
+ * older version without leases is, 25006 on a standby, 42501 without
+ * privileges, 22023 for a TTL the server refuses.  Once acquired, nothing
+ * the renewer meets is thrown: it is a retry or a loss, reported by
+ * lost(), the LossToken and the callbacks.
  */
 class Lease
 {
@@ -180,10 +204,10 @@ public:
 	Lease &operator=(const Lease &) = delete;
 
 	/**
-	 * Stops the renewer and the watchdog (aborting a renewal still in flight
-	 * by shutting down its socket), then calls fence.lease_release unless the
-	 * lease is already lost, and closes the connection.  Never throws and
-	 * never waits for the network longer than the time left on the lease.
+	 * Stops the renewer (interrupting a renewal or a connection attempt in
+	 * flight), then calls fence.lease_release unless the lease is already
+	 * lost, and closes the connection.  Never throws and never waits for
+	 * the network longer than the time left on the lease.
 	 */
 	~Lease();
 
@@ -196,10 +220,16 @@ public:
 	/** The TTL it was acquired with. */
 	std::chrono::milliseconds ttl() const noexcept;
 
+	/** Successful renewals so far. */
+	std::uint64_t renewals() const noexcept;
+
+	/** Connections the renewer made again after a failure, so far. */
+	std::uint64_t reconnects() const noexcept;
+
 	/**
-	 * True once the lease is lost (see the file comment): a renewal failed or
-	 * was refused, or the local deadline has passed, checked on the clock at
-	 * each call, so it is true at the deadline even if the watchdog thread
+	 * True once the lease is lost (see the file comment): a renewal was
+	 * refused or rejected, or the local deadline has passed, checked on the clock at
+	 * each call, so it is true at the deadline even if the renewer thread
 	 * has not run yet.  Stays true.  False after a clean release().
 	 */
 	bool lost() const noexcept;
@@ -215,18 +245,22 @@ public:
 
 	/**
 	 * The server process id of the lease's connection (for monitoring,
-	 * and for tests that kill it with pg_terminate_backend).
+	 * and for tests that kill it with pg_terminate_backend); it changes
+	 * when the renewer connects again, and is 0 while it is disconnected.
 	 */
 	int backend_pid() const noexcept;
 
 	/**
-	 * Stops renewing and releases the lease now (fence.lease_release).
+	 * Stops renewing and releases the lease now (fence.lease_release),
+	 * connecting again first if the renewer had lost its connection.
 	 * Returns true if the server released it; false if it was no longer
 	 * this token's (lost, expired, taken over) or was already released.
 	 * Afterwards the LossToken reports stop_requested(), lost() keeps its
-	 * value, and the destructor does nothing more.  Throws
-	 * pqxx::broken_connection / pqxx::sql_error if the release call fails
-	 * (the lease then expires at its TTL).
+	 * value, and the destructor does nothing more.  Blocks at most until
+	 * the lease's local deadline (a release the server does not answer by
+	 * then is abandoned).  Throws pqxx::broken_connection /
+	 * pqxx::sql_error if the release call fails (the lease then expires at
+	 * its TTL: nobody else can take it before then).
 	 */
 	bool release();
 

@@ -13,6 +13,18 @@
  * hold cannot overwrite the work of the next one (Kleppmann, "How to do
  * distributed locking", 2016).
  *
+ * The session can end under the holder: pg_terminate_backend, a server
+ * restart or crash, idle_session_timeout.  The server closes the connection
+ * then, and a SessionLock sees that on the socket within milliseconds,
+ * without a query and whatever the application is doing with the
+ * connection: lost() turns true, its LossToken requests a stop, and the
+ * loss callback runs (reason SessionLossReason::kConnectionClosed).  The
+ * watch costs no thread per lock (one process-wide thread waits for the
+ * hang-ups of all of them).  A dead network or a frozen server closes
+ * nothing and is not seen this way: for that, let a fence::SessionMonitor
+ * check the connection (as `pg_fence run --session` does), or set libpq's
+ * TCP keepalive options.
+ *
  * The connection is a pqxx::connection, with libpqxx 6.4 as with 7 (with 6.4,
  * not a lazyconnection or asyncconnection).
  *
@@ -31,12 +43,30 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include <pqxx/connection>
 
+#include "pg_fence/loss.hpp"
+
 namespace fence {
+
+namespace detail {
+struct LossState;
+} // namespace detail
+
+/** What a SessionLock is told at acquisition. */
+struct SessionLockOptions
+{
+	/**
+	 * Called once if the session ends while the lock is held (see the
+	 * file comment); may be empty.  Rules as for fence::SessionLossCallback;
+	 * not called after release() or destruction has begun.
+	 */
+	SessionLossCallback on_lost;
+};
 
 /**
  * One hold of the session lock `name` on a connection, with its fencing token.
@@ -57,14 +87,15 @@ namespace fence {
  * libpqxx refuses to open next to another transaction; the destructor then
  * leaves the hold to be released at session end).  If the session ends
  * (or libpqxx 6 silently re-establishes the connection, which gives a new
- * session), the hold is gone: held() reports it, by comparing the
- * connection's backend pid with the one that took the lock.
+ * session), the hold is gone: lost() and held() report it.
  *
  * Errors: std::invalid_argument for an empty name, a name longer than 1024
  * bytes, or a timeout that is not positive; pqxx::broken_connection when the
  * connection fails; pqxx::sql_error (with sqlstate()) for server errors,
  * e.g. 40P01 deadlock, 57014 statement timeout or cancel, 25006 on a
- * standby, 42883 when the extension is not installed.
+ * standby, 3F000 when the extension is not installed in the database
+ * (schema "fence" does not exist); std::system_error if the loss watch
+ * cannot be set up (the lock is released again then).
  */
 class SessionLock
 {
@@ -74,7 +105,8 @@ public:
 	 * Returns the hold, or std::nullopt when another session holds `name`.
 	 * Throws as described for the class.
 	 */
-	static std::optional<SessionLock> try_acquire(pqxx::connection &conn, const std::string &name);
+	static std::optional<SessionLock> try_acquire(pqxx::connection &conn, const std::string &name,
+												  SessionLockOptions options = {});
 
 	/**
 	 * Takes the lock, waiting at most `timeout` for it (fence.lock with a
@@ -86,7 +118,8 @@ public:
 	 */
 	static std::optional<SessionLock> try_acquire_for(pqxx::connection         &conn,
 													  const std::string        &name,
-													  std::chrono::microseconds timeout);
+													  std::chrono::microseconds timeout,
+													  SessionLockOptions        options = {});
 
 	/**
 	 * Takes the lock, waiting as long as it takes (fence.lock without a
@@ -94,7 +127,8 @@ public:
 	 * pqxx::connection::cancel_query() still end the wait, as a
 	 * pqxx::sql_error).  Never returns without the lock.
 	 */
-	static SessionLock acquire(pqxx::connection &conn, const std::string &name);
+	static SessionLock acquire(pqxx::connection &conn, const std::string &name,
+							   SessionLockOptions options = {});
 
 	SessionLock(SessionLock &&other) noexcept;
 	/** Releases the lock this object holds (as the destructor does), then takes over `other`'s. */
@@ -125,13 +159,27 @@ public:
 
 	/**
 	 * True while this object holds the lock: not released, not moved from,
-	 * and the connection is open on the same backend that took it.  It does
-	 * not ask the server (no round trip), so a session killed a moment ago
-	 * may still look held until libpqxx notices; use a query (e.g. SELECT 1)
-	 * to find out for sure, or let a fence::SessionMonitor do that in the
-	 * background.
+	 * not lost(), and the connection is open on the same backend that took
+	 * it.  No round trip; thread-safe against the loss watch.
 	 */
 	bool held() const noexcept;
+
+	/**
+	 * True once the session was seen to end while this object held the
+	 * lock (the server closed the connection; see the file comment).
+	 * Stays true.  False after a release() made while it was held, and
+	 * for a moved-from object.  Never throws; may be called from any
+	 * thread.
+	 */
+	bool lost() const noexcept;
+
+	/**
+	 * A token whose stop_requested() turns true when the lock is lost or
+	 * released (release(), destruction, or a move-assignment over this
+	 * object); for worker threads.  A moved-from object gives an
+	 * always-stopped token.
+	 */
+	LossToken loss_token() const;
 
 	/**
 	 * Releases the hold now (fence.unlock).  Returns true if the server
@@ -145,12 +193,17 @@ public:
 
 private:
 	SessionLock(pqxx::connection &conn, std::string name, std::int64_t token) noexcept;
-	void ReleaseNoThrow() noexcept;
+	static SessionLock Watched(pqxx::connection &conn, const std::string &name, std::int64_t token,
+							   SessionLockOptions &options);
+	void               StopWatch() noexcept;
+	void               ReleaseNoThrow() noexcept;
 
-	pqxx::connection *conn_ = nullptr; /* nullptr: moved from or released */
-	std::string       name_;
-	std::int64_t      token_ = 0;
-	int               backend_pid_ = 0;
+	pqxx::connection                  *conn_ = nullptr; /* nullptr: moved from or released */
+	std::string                        name_;
+	std::int64_t                       token_ = 0;
+	int                                backend_pid_ = 0;
+	std::shared_ptr<detail::LossState> state_;
+	std::uint64_t                      watch_id_ = 0; /* 0: not watched */
 };
 
 } // namespace fence

@@ -57,31 +57,18 @@
 
 #include <pqxx/connection>
 
+#include "pg_fence/loss.hpp"
+
 namespace fence {
 
 namespace detail {
 struct SessionMonitorImpl;
 } // namespace detail
 
-/** Why a session was reported lost, as passed to the callback. */
-enum class SessionLossReason
-{
-	kCheckFailed,  /**< SELECT 1 failed: broken connection, server error, new session */
-	kCheckTimeout, /**< no check succeeded for check_interval + check_timeout */
-};
-
-/**
- * Called once, when the loss is detected, from the monitor's checker or
- * watchdog thread (never from a thread that calls lost()).  It must return
- * quickly, must not call stop() or destroy the SessionMonitor, must not use
- * the connection, and should not throw (an exception is caught and
- * ignored).  `message` is a one-line explanation, e.g. "lost the connection
- * to the server: ..." with libpq's reason, or "connection check did not
- * answer in time".  Writing a byte to a pipe, setting a flag or notifying
- * a condition variable are the intended uses.
+/*
+ * fence::SessionLossReason (kCheckFailed, kCheckTimeout for a monitor) and
+ * fence::SessionLossCallback are declared in pg_fence/loss.hpp.
  */
-using SessionLossCallback =
-	std::function<void(SessionLossReason reason, const std::string &message)>;
 
 struct SessionMonitorOptions
 {

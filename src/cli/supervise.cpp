@@ -209,6 +209,8 @@ RunLease(const RunOptions &o)
 		}
 		PokeSelfPipe();
 	};
+	/* The renewer rides out restarts and broken connections; say so when it does. */
+	lo.on_retry = [](const std::string &message) { Msg("%s", message.c_str()); };
 	/* The pipe must exist before the lease's threads can report a loss. */
 	CreatePipe();
 	std::optional<fence::Lease> lease;
@@ -271,14 +273,17 @@ RunSession(const RunOptions &o)
 	}
 	std::optional<fence::SessionLock> lock;
 	int                               signalled;
+	/* A session ended by the server (terminate, restart) is seen at once on the socket. */
+	fence::SessionLockOptions lock_opts;
+	lock_opts.on_lost = [](fence::SessionLossReason, const std::string &) { PokeSelfPipe(); };
 	{
 		WaitCanceller canceller(*conn);
 		try
 		{
 			if (o.wait)
-				lock = fence::SessionLock::try_acquire_for(*conn, o.name, *o.wait);
+				lock = fence::SessionLock::try_acquire_for(*conn, o.name, *o.wait, lock_opts);
 			else
-				lock = fence::SessionLock::try_acquire(*conn, o.name);
+				lock = fence::SessionLock::try_acquire(*conn, o.name, lock_opts);
 		}
 		catch (const std::exception &)
 		{
@@ -328,6 +333,12 @@ RunSession(const RunOptions &o)
 		fence::SessionMonitor monitor(*conn, std::move(mo));
 		LockWatch             watch;
 		watch.lost = [&](std::string *why) {
+			if (lock->lost())
+			{
+				*why =
+					"lost the connection to the server: the server closed the session (terminated, or the server restarted)";
+				return true;
+			}
 			if (!monitor.lost())
 				return false;
 			*why = monitor.message();

@@ -11,7 +11,7 @@
 # client programs and uses threads, which the server module must not.
 
 CLIENT_CXX      ?= $(CXX)
-CLIENT_CXXFLAGS  = -std=c++17 -O2 -g -Wall -Wextra $(if $(WERROR),-Werror) -fPIC -Iinclude \
+CLIENT_CXXFLAGS  = -std=c++17 -O2 -g -Wall -Wextra $(if $(WERROR),-Werror) -fPIC -Iinclude -I$(includedir) \
                    -DPG_FENCE_VERSION='"$(EXTVERSION)"'
 CLIENT_SRCS      = $(sort $(wildcard src/client/*.cpp))
 CLIENT_OBJS      = $(CLIENT_SRCS:.cpp=.o)
@@ -22,7 +22,7 @@ CLIENT_PC        = pg_fence.pc
 
 all: $(CLIENT_LIB) $(CLIENT_PC)
 
-src/client/%.o: src/client/%.cpp $(CLIENT_HEADERS) src/client/internal.hpp src/client/pqxx_compat.hpp \
+src/client/%.o: src/client/%.cpp $(CLIENT_HEADERS) $(wildcard src/client/*.hpp) \
                  src/client/client.mk
 	$(CLIENT_CXX) $(CLIENT_CXXFLAGS) -c -o $@ $<
 

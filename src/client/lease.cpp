@@ -1,26 +1,26 @@
 /*-------------------------------------------------------------------------
  *
  * lease.cpp
- *	  fence::Lease: acquisition, the renewer and watchdog threads, release.
+ *	  fence::Lease: acquisition, the renewer thread, release.
  *
- * Timekeeping.  The lease's state is one atomic word, the local deadline in
- * steady_clock nanoseconds, with two sentinels: kLost (lost, for good) and
- * kReleased (released cleanly).  Everybody who decides something compares
- * the clock with that word and changes it only by compare-and-swap, so the
- * answers are linearizable: once any thread has seen the lease lost, no
- * late renewal can extend it again, and a renewal that extended it before
- * the deadline is seen by every later lost() call.
+ * Timekeeping.  Whether the lease is held is one atomic word, the local
+ * deadline (loss_state.hpp); lost() compares it with the clock, so the
+ * answer is right at the deadline even if no thread has run since.
  *
- * Threads.  The renewer sends fence.lease_renew every renew_interval, each
- * in a transaction with SET LOCAL statement_timeout = the time left.  The
- * watchdog sleeps on a condition variable until the deadline (woken on each
- * extension); at the deadline it declares the loss and, if a call is still
- * in flight, shuts the connection's socket down, which makes the blocked
- * libpq call fail at once: a hung renewal neither keeps the holder
- * believing it holds the lease nor keeps the destructor waiting.  The
- * shutdown goes through a dup() of the socket taken at connect time, so it
- * can never hit a descriptor number that libpq closed and the process
- * reused meanwhile.
+ * The renewer.  One thread sleeps until the next renewal or the deadline,
+ * whichever comes first, on poll(2) over a "stop" pipe; release() and the
+ * destructor write to that pipe.  Every network wait (connecting, sending,
+ * reading: pq_conn.hpp) is bounded by the deadline and watches the same
+ * pipe, so nothing can keep the renewer past the deadline or release()
+ * waiting on a dead network.  A renewal is one round trip:
+ *
+ *	 SET LOCAL statement_timeout = <time left>;
+ *	 SELECT fence.lease_renew(name, token, ttl)
+ *
+ * (one implicit transaction).  A transient failure closes a broken
+ * connection and tries again after a backoff (50 ms, doubling, at most the
+ * renew interval), connecting first if needed; the deadline stays where
+ * the last successful renewal put it.  Anything else ends the lease.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -31,292 +31,294 @@
  */
 #include "pg_fence/lease.hpp"
 
-#include <sys/socket.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
-#include <cstdint>
-#include <limits>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
 
-#include <pqxx/connection>
 #include <pqxx/except>
-#include <pqxx/transaction>
 
 #include "internal.hpp"
-#include "pqxx_compat.hpp"
+#include "loss_state.hpp"
+#include "pq_conn.hpp"
 
 namespace fence {
 
 namespace detail {
 
-using Clock = std::chrono::steady_clock;
+using client_internal::PqConn;
+using client_internal::PqOutcome;
 
-constexpr std::int64_t kLost = std::numeric_limits<std::int64_t>::min();
-constexpr std::int64_t kReleased = std::numeric_limits<std::int64_t>::max();
-
-static std::int64_t
-ToNs(Clock::time_point t)
+/* Wall-clock time of a steady_clock instant, "12:00:03.214", for messages. */
+static std::string
+LocalTimeOf(Clock::time_point t)
 {
-	return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+	auto      wall = std::chrono::system_clock::now() + (t - Clock::now());
+	auto      ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch());
+	time_t    secs = static_cast<time_t>(ms.count() / 1000);
+	struct tm tmv;
+	char      buf[32];
+	localtime_r(&secs, &tmv);
+	std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tmv.tm_hour, tmv.tm_min, tmv.tm_sec,
+				  static_cast<int>(ms.count() % 1000));
+	return buf;
 }
 
-static std::int64_t
-NowNs()
+/* "connection lost: <libpq>", "server error 57P01: <message>". */
+static std::string
+Describe(const PqOutcome &o)
 {
-	return ToNs(Clock::now());
+	switch (o.kind)
+	{
+		case PqOutcome::kConnectionLost:
+			return "connection lost: " + o.message;
+		case PqOutcome::kServerError:
+			return o.message + " (SQLSTATE " + o.sqlstate + ")";
+		case PqOutcome::kDeadline:
+			return "no answer before the deadline";
+		case PqOutcome::kStopped:
+			return "stopped";
+		case PqOutcome::kOk:
+			break;
+	}
+	return "ok";
 }
-
-struct LeaseState
-{
-	/* Local deadline (ns on steady_clock), or kLost / kReleased. */
-	mutable std::atomic<std::int64_t> deadline{kLost};
-	/* The last real deadline, for Lease::deadline(). */
-	std::atomic<std::int64_t> last_deadline{0};
-	std::atomic<bool>         ended{false};
-
-	/* True if lost; turns a passed deadline into kLost (for good). */
-	bool
-	CheckLost() const noexcept
-	{
-		std::int64_t d = deadline.load();
-		for (;;)
-		{
-			if (d == kLost)
-				return true;
-			if (NowNs() < d)
-				return false;
-			if (deadline.compare_exchange_weak(d, kLost))
-				return true;
-		}
-	}
-
-	/* Moves the deadline to `next` if the lease is not lost yet. */
-	bool
-	Extend(std::int64_t next) noexcept
-	{
-		std::int64_t d = deadline.load();
-		for (;;)
-		{
-			if (d == kLost || d == kReleased)
-				return false;
-			if (NowNs() >= d)
-			{
-				if (deadline.compare_exchange_weak(d, kLost))
-					return false;
-				continue;
-			}
-			if (deadline.compare_exchange_weak(d, next))
-			{
-				last_deadline.store(next);
-				return true;
-			}
-		}
-	}
-
-	void
-	MarkLost() noexcept
-	{
-		std::int64_t d = deadline.load();
-		while (d != kReleased && d != kLost && !deadline.compare_exchange_weak(d, kLost))
-		{
-		}
-	}
-
-	/* Freezes lost() at its current answer: false stays false after release. */
-	void
-	MarkReleased() noexcept
-	{
-		std::int64_t d = deadline.load();
-		for (;;)
-		{
-			if (d == kLost || d == kReleased)
-				break;
-			if (NowNs() >= d)
-			{
-				if (deadline.compare_exchange_weak(d, kLost))
-					break;
-				continue;
-			}
-			if (deadline.compare_exchange_weak(d, kReleased))
-				break;
-		}
-		ended.store(true);
-	}
-};
 
 struct LeaseImpl
 {
+	std::string               conninfo;
 	std::string               name;
 	std::string               holder;
 	std::chrono::milliseconds ttl{0};
 	std::chrono::milliseconds interval{0};
 	std::chrono::milliseconds margin{0};
+	std::chrono::milliseconds connect_timeout{0};
 	Lease::LossCallback       on_lost;
+	RetryCallback             on_retry;
 	std::int64_t              token = 0;
-	int                       backend_pid = 0;
 
-	std::unique_ptr<pqxx::connection> conn;
-	int                               sock_dup = -1;
+	PqConn                     conn; /* the renewer's, then release()'s */
+	std::atomic<int>           backend_pid{0};
+	std::atomic<std::uint64_t> renewals{0};
+	std::atomic<std::uint64_t> reconnects{0};
 
-	std::shared_ptr<LeaseState> state = std::make_shared<LeaseState>();
-	std::atomic<bool>           loss_reported{false};
+	std::shared_ptr<LossState> state = std::make_shared<LossState>();
+	std::atomic<bool>          loss_reported{false};
 
-	std::mutex              mu;
-	std::condition_variable cv;
-	bool                    stop_renewer = false;  /* under mu */
-	bool                    stop_watchdog = false; /* under mu */
-	bool                    in_flight = false;     /* under mu: a call is using the connection */
-	bool                    finished = false;      /* released or destroyed */
-	std::thread             renewer;
-	std::thread             watchdog;
+	int         stop_rd = -1; /* readable once release()/the destructor asks */
+	int         stop_wr = -1;
+	bool        finished = false; /* released or destroyed */
+	std::thread renewer;
 
 	~LeaseImpl()
 	{
-		if (sock_dup >= 0)
-			::close(sock_dup);
-	}
-
-	/* Caller holds mu.  Unblocks a call in flight by shutting its socket. */
-	void
-	AbortInFlight() noexcept
-	{
-		if (in_flight && sock_dup >= 0)
-			::shutdown(sock_dup, SHUT_RDWR);
+		if (stop_rd >= 0)
+			::close(stop_rd);
+		if (stop_wr >= 0)
+			::close(stop_wr);
 	}
 
 	void
 	ReportLoss(Lease::LossReason reason, const std::string &message) noexcept
 	{
 		state->MarkLost();
-		if (loss_reported.exchange(true))
+		if (loss_reported.exchange(true) || !on_lost)
 			return;
-		if (on_lost)
+		try
 		{
-			try
-			{
-				on_lost(reason, message);
-			}
-			catch (...)
-			{
-			}
+			on_lost(reason, message);
+		}
+		catch (...)
+		{
 		}
 	}
 
+	void
+	ReportRetry(const std::string &message) noexcept
+	{
+		if (!on_retry)
+			return;
+		try
+		{
+			on_retry(message);
+		}
+		catch (...)
+		{
+		}
+	}
+
+	/* Sleeps until `t` or a stop request; false on a stop request. */
+	bool
+	SleepUntil(Clock::time_point t) const noexcept
+	{
+		for (;;)
+		{
+			auto now = Clock::now();
+			if (now >= t)
+				return true;
+			auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
+			struct pollfd p = {stop_rd, POLLIN, 0};
+			int           n = ::poll(&p, 1, ms > 60000 ? 60000 : static_cast<int>(ms));
+			if (n > 0)
+				return false;
+			if (n < 0 && errno != EINTR)
+				return false;
+		}
+	}
+
+	/* The statement that renews (or releases, or acquires) in one round trip. */
+	std::string
+	Call(const char *function, Clock::duration time_left, bool with_ttl, bool with_token) const
+	{
+		std::string sql =
+			"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(time_left) +
+			"; SELECT fence." + function + "(" + conn.Literal(name);
+		if (with_token)
+			sql += ", " + std::to_string(token);
+		if (with_ttl)
+			sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+		if (!with_token && !holder.empty())
+			sql += ", " + conn.Literal(holder);
+		return sql + ")";
+	}
+
+	PqOutcome
+	Connect(Clock::time_point deadline, int stop_fd)
+	{
+		backend_pid.store(0);
+		PqOutcome c =
+			conn.Connect(conninfo, std::min(deadline, Clock::now() + connect_timeout), stop_fd);
+		if (c.ok())
+			backend_pid.store(conn.backend_pid());
+		return c;
+	}
+
 	void RenewerLoop() noexcept;
-	void WatchdogLoop() noexcept;
 };
 
 void
 LeaseImpl::RenewerLoop() noexcept
 {
-	std::unique_lock<std::mutex> lk(mu);
-	Clock::time_point            next = Clock::now() + interval;
+	constexpr std::chrono::milliseconds kFirstBackoff(50);
+	Clock::time_point                   next = Clock::now() + interval;
+	Clock::duration                     backoff = kFirstBackoff;
+	std::string                         last_error;
+
 	for (;;)
 	{
-		cv.wait_until(lk, next, [&] { return stop_renewer; });
-		if (stop_renewer)
-			return;
-		if (Clock::now() < next)
-			continue; /* spurious wakeup */
-		if (state->CheckLost())
-			return; /* the watchdog reports it */
-
-		Clock::time_point sent = Clock::now();
-		Clock::duration   left = std::chrono::nanoseconds(state->deadline.load() - ToNs(sent));
-		in_flight = true;
-		lk.unlock();
-
-		bool        renewed = false;
-		bool        failed = false;
-		std::string error;
-		try
-		{
-			pqxx::work tx(*conn, "fence.lease_renew");
-			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row =
-				pqxx_compat::ExecParams1(tx, "SELECT fence.lease_renew($1, $2, $3::interval)", name,
-										 token, client_internal::IntervalLiteral(ttl));
-			renewed = !row[0].is_null() && row[0].as<bool>();
-			tx.commit();
-		}
-		catch (const std::exception &e)
-		{
-			failed = true;
-			error = e.what();
-		}
-		catch (...)
-		{
-			failed = true;
-			error = "unknown error";
-		}
-
-		lk.lock();
-		in_flight = false;
-		if (stop_renewer)
-			return; /* release or destruction: not a loss */
-		if (failed)
-		{
-			lk.unlock();
-			while (!error.empty() && (error.back() == '\n' || error.back() == ' '))
-				error.pop_back();
-			ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: " + error);
-			return;
-		}
-		if (!renewed)
-		{
-			lk.unlock();
-			ReportLoss(
-				Lease::LossReason::kRefused,
-				"lease renewal refused: the lease expired or was taken over by another holder");
-			return;
-		}
-		if (!state->Extend(ToNs(sent + ttl - margin)))
-			return;      /* the deadline passed while the renewal was in flight */
-		cv.notify_all(); /* the watchdog sleeps until the new deadline */
-		next = sent + interval;
-	}
-}
-
-void
-LeaseImpl::WatchdogLoop() noexcept
-{
-	std::unique_lock<std::mutex> lk(mu);
-	while (!stop_watchdog)
-	{
-		if (state->CheckLost())
-		{
-			AbortInFlight();
-			bool quiet = stop_renewer; /* releasing: not a loss to report */
-			lk.unlock();
-			if (quiet)
-				state->MarkLost();
-			else
-				ReportLoss(Lease::LossReason::kDeadline,
-						   "lease deadline passed without a successful renewal (local clock)");
-			return;
-		}
 		std::int64_t d = state->deadline.load();
 		if (d == kReleased)
 			return;
-		cv.wait_until(lk, Clock::time_point(std::chrono::nanoseconds(d)));
+		if (d != kLost && !SleepUntil(std::min(next, FromNs(d))))
+			return; /* release or destruction: not a loss */
+		if (state->CheckLost())
+		{
+			std::string msg = "lease deadline passed without a successful renewal (local clock)";
+			if (!last_error.empty())
+				msg += "; last error: " + last_error;
+			ReportLoss(Lease::LossReason::kDeadline, msg);
+			return;
+		}
+		if (Clock::now() < next)
+			continue;
+
+		const Clock::time_point deadline = FromNs(state->deadline.load());
+		PqOutcome               r;
+		Clock::time_point       sent = Clock::now();
+		if (!conn.connected())
+		{
+			r = Connect(deadline, stop_rd);
+			if (r.ok())
+				reconnects++;
+		}
+		if (r.ok())
+		{
+			sent = Clock::now();
+			std::string sql;
+			try
+			{
+				sql = Call("lease_renew", deadline - sent, true, true);
+			}
+			catch (...)
+			{
+				ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: out of memory");
+				return;
+			}
+			r = conn.Exec(sql, deadline, stop_rd);
+		}
+
+		switch (r.kind)
+		{
+			case PqOutcome::kStopped:
+				return;
+			case PqOutcome::kDeadline:
+				last_error = "no answer before the deadline";
+				continue; /* the check above reports it */
+			case PqOutcome::kOk:
+				if (r.value && *r.value == "t")
+				{
+					if (!state->Extend(ToNs(sent + ttl - margin)))
+						continue; /* the deadline passed while it was in flight */
+					renewals++;
+					last_error.clear();
+					backoff = kFirstBackoff;
+					next = sent + interval;
+					continue;
+				}
+				ReportLoss(
+					Lease::LossReason::kRefused,
+					"lease renewal refused: the lease expired or was taken over by another holder");
+				return;
+			case PqOutcome::kServerError:
+			case PqOutcome::kConnectionLost:
+				break;
+		}
+		if (!client_internal::IsTransient(r))
+		{
+			ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: " + Describe(r));
+			return;
+		}
+		if (r.kind == PqOutcome::kServerError && r.sqlstate.rfind("08", 0) != 0)
+		{
+			/* Server up but not serving us now (shutdown, standby...): a fresh session next time. */
+			if (r.sqlstate.rfind("57P", 0) == 0 || r.sqlstate == "25006")
+				conn.Close();
+		}
+		last_error = Describe(r);
+		ReportRetry("lease renewal failed: " + last_error + "; retrying until " +
+					LocalTimeOf(FromNs(state->last_deadline.load())) + " (local time)");
+		next = Clock::now() + backoff;
+		backoff = std::min<Clock::duration>(backoff * 2, interval);
 	}
+}
+
+/* Throws what a failed acquisition or release reports (the documented pqxx types). */
+[[noreturn]] static void
+ThrowOutcome(const PqOutcome &o, const std::string &query)
+{
+	if (o.kind == PqOutcome::kServerError)
+		throw pqxx::sql_error("pg_fence: " + o.message, query, o.sqlstate.c_str());
+	throw pqxx::broken_connection("pg_fence: " + Describe(o));
 }
 
 } // namespace detail
 
 using detail::Clock;
 using detail::LeaseImpl;
+using detail::PqOutcome;
 
 bool
 LossToken::stop_requested() const noexcept
 {
-	return !state_ || state_->ended.load() || state_->CheckLost();
+	return !state_ || state_->StopRequested();
 }
 
 Lease::Lease(std::shared_ptr<LeaseImpl> impl) noexcept : impl_(std::move(impl))
@@ -364,8 +366,13 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 			"pg_fence: lease safety margin must be at least zero and less than the TTL");
 	if (options.renew_interval < std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: renew interval must not be negative");
+	if (options.connect_timeout <= std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: connect timeout must be greater than zero");
+	if (options.holder.find('\0') != std::string::npos)
+		throw std::invalid_argument("pg_fence: holder must not contain a NUL byte");
 
 	auto impl = std::make_shared<LeaseImpl>();
+	impl->conninfo = conninfo;
 	impl->name = name;
 	impl->holder = options.holder;
 	impl->ttl = ttl;
@@ -373,34 +380,33 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 						 ? options.renew_interval
 						 : ttl / 3;
 	impl->margin = options.safety_margin;
+	impl->connect_timeout = options.connect_timeout;
 	impl->on_lost = std::move(options.on_lost);
-	impl->conn = std::make_unique<pqxx::connection>(conninfo);
-	/* A silently re-established connection must not hide a broken one. */
-	pqxx_compat::NoReactivation(*impl->conn);
-	impl->backend_pid = impl->conn->backendpid();
-	impl->sock_dup = ::dup(impl->conn->sock());
-	if (impl->sock_dup < 0)
-		throw std::system_error(errno, std::generic_category(),
-								"pg_fence: dup of the connection socket");
+	impl->on_retry = std::move(options.on_retry);
+
+	int fds[2];
+	if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		throw std::system_error(errno, std::generic_category(), "pg_fence: pipe");
+	impl->stop_rd = fds[0];
+	impl->stop_wr = fds[1];
+
+	PqOutcome c = impl->Connect(Clock::time_point::max(), -1);
+	if (!c.ok())
+		detail::ThrowOutcome(c, "");
 
 	const Clock::time_point   give_up = Clock::now() + wait;
 	std::chrono::milliseconds pause(50);
 	for (;;)
 	{
 		Clock::time_point sent = Clock::now();
-		pqxx::work        tx(*impl->conn, "fence.lease_acquire");
-		tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(ttl));
-		pqxx::row row =
-			impl->holder.empty()
-				? pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval)", name,
-										   client_internal::IntervalLiteral(ttl))
-				: pqxx_compat::ExecParams1(tx, "SELECT fence.lease_acquire($1, $2::interval, $3)",
-										   name, client_internal::IntervalLiteral(ttl),
-										   impl->holder);
-		tx.commit();
-		if (!row[0].is_null())
+		std::string       sql = impl->Call("lease_acquire", ttl, true, false);
+		/* Bounded like the statement (TTL), plus time for the answer to travel. */
+		PqOutcome r = impl->conn.Exec(sql, sent + ttl + impl->connect_timeout, -1);
+		if (!r.ok())
+			detail::ThrowOutcome(r, sql);
+		if (r.value)
 		{
-			impl->token = row[0].as<std::int64_t>();
+			impl->token = std::stoll(*r.value);
 			std::int64_t d = detail::ToNs(sent + ttl - impl->margin);
 			impl->state->last_deadline.store(d);
 			impl->state->deadline.store(d);
@@ -414,7 +420,6 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	}
 
 	LeaseImpl *raw = impl.get();
-	impl->watchdog = std::thread([raw] { raw->WatchdogLoop(); });
 	impl->renewer = std::thread([raw] { raw->RenewerLoop(); });
 	return Lease(std::move(impl));
 }
@@ -438,6 +443,18 @@ Lease::ttl() const noexcept
 	return impl_ ? impl_->ttl : std::chrono::milliseconds::zero();
 }
 
+std::uint64_t
+Lease::renewals() const noexcept
+{
+	return impl_ ? impl_->renewals.load() : 0;
+}
+
+std::uint64_t
+Lease::reconnects() const noexcept
+{
+	return impl_ ? impl_->reconnects.load() : 0;
+}
+
 bool
 Lease::lost() const noexcept
 {
@@ -455,13 +472,13 @@ Lease::deadline() const noexcept
 {
 	if (!impl_)
 		return {};
-	return Clock::time_point(std::chrono::nanoseconds(impl_->state->last_deadline.load()));
+	return detail::FromNs(impl_->state->last_deadline.load());
 }
 
 int
 Lease::backend_pid() const noexcept
 {
-	return impl_ ? impl_->backend_pid : 0;
+	return impl_ ? impl_->backend_pid.load() : 0;
 }
 
 bool
@@ -470,55 +487,42 @@ Lease::release()
 	if (!impl_)
 		return false;
 	LeaseImpl &im = *impl_;
+	if (im.finished)
+		return false;
+	im.finished = true;
+	/* Wake the renewer: its sleep and every network wait watch this pipe. */
+	char one = 1;
+	while (::write(im.stop_wr, &one, 1) < 0 && errno == EINTR)
 	{
-		std::lock_guard<std::mutex> lk(im.mu);
-		if (im.finished)
-			return false;
-		im.finished = true;
-		im.stop_renewer = true;
 	}
-	im.cv.notify_all();
-	/* A renewal in flight finishes, or the watchdog aborts it at the deadline. */
 	if (im.renewer.joinable())
 		im.renewer.join();
 
-	bool               released = false;
-	std::exception_ptr error;
+	bool        released = false;
+	bool        failed = false;
+	PqOutcome   r;
+	std::string sql;
 	if (!im.state->CheckLost())
 	{
-		Clock::duration left =
-			std::chrono::nanoseconds(im.state->deadline.load() - detail::NowNs());
+		/* The renewer is gone: this thread owns the connection now. */
+		const Clock::time_point deadline = detail::FromNs(im.state->deadline.load());
+		if (!im.conn.connected())
+			r = im.Connect(deadline, -1);
+		if (r.ok())
 		{
-			std::lock_guard<std::mutex> lk(im.mu);
-			im.in_flight = true;
+			sql = im.Call("lease_release", deadline - Clock::now(), false, true);
+			r = im.conn.Exec(sql, deadline, -1);
 		}
-		try
-		{
-			pqxx::work tx(*im.conn, "fence.lease_release");
-			tx.exec("SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(left));
-			pqxx::row row = pqxx_compat::ExecParams1(tx, "SELECT fence.lease_release($1, $2)",
-													 im.name, im.token);
-			released = !row[0].is_null() && row[0].as<bool>();
-			tx.commit();
-		}
-		catch (...)
-		{
-			error = std::current_exception();
-		}
-		std::lock_guard<std::mutex> lk(im.mu);
-		im.in_flight = false;
+		if (r.ok())
+			released = r.value && *r.value == "t";
+		else
+			failed = true;
 	}
 	im.state->MarkReleased();
-	{
-		std::lock_guard<std::mutex> lk(im.mu);
-		im.stop_watchdog = true;
-	}
-	im.cv.notify_all();
-	if (im.watchdog.joinable())
-		im.watchdog.join();
-	im.conn.reset();
-	if (error)
-		std::rethrow_exception(error);
+	im.conn.Close();
+	im.backend_pid.store(0);
+	if (failed)
+		detail::ThrowOutcome(r, sql);
 	return released;
 }
 

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * client/lease.cpp
- *	  Catch2 tests of fence::Lease: renewal, release, and loss detection
- *	  (terminated connection, stopped renewals, refused renewal after a
- *	  takeover, a renewal hung on a frozen server).
+ *	  Catch2 tests of fence::Lease: renewal, release, riding out a
+ *	  terminated connection and a server restart, and loss detection (server
+ *	  down past the deadline, stopped renewals, refused renewal after a
+ *	  takeover, a renewal rejected for good, a renewal hung on a frozen
+ *	  server).
  *
  * Skipped (with a warning) when the server's pg_fence has no lease
  * functions.
@@ -21,10 +23,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -172,32 +176,222 @@ TEST_CASE("Lease: try_acquire_for waits for a busy lease, or gives up", "[client
 	CHECK(Clock::now() - t0 >= 600ms);
 }
 
-TEST_CASE("Lease: loss is detected within the TTL when its connection is terminated",
+/* Records the retry messages of a Lease. */
+struct RetryLog
+{
+	std::mutex               mu;
+	std::vector<std::string> messages;
+
+	fence::RetryCallback
+	callback()
+	{
+		return [this](const std::string &m) {
+			std::lock_guard<std::mutex> lk(mu);
+			messages.push_back(m);
+		};
+	}
+	std::string
+	first()
+	{
+		std::lock_guard<std::mutex> lk(mu);
+		return messages.empty() ? "" : messages.front();
+	}
+};
+
+std::int64_t
+ServerToken(pqxx::connection &c, const std::string &name)
+{
+	pqxx::nontransaction tx(c);
+	pqxx::result         r = ExecParams(tx,
+										"SELECT token FROM fence.leases WHERE name = $1 AND "
+												"expires_at > clock_timestamp()",
+										name);
+	return r.empty() ? 0 : r[0][0].as<std::int64_t>();
+}
+
+/* Runs "$FENCE_CLUSTER_CTL <what>"; false when the harness gives no way to. */
+bool
+ClusterCtl(const char *what)
+{
+	const char *ctl = std::getenv("FENCE_CLUSTER_CTL");
+	if (ctl == nullptr || *ctl == '\0')
+		return false;
+	std::string cmd = std::string("'") + ctl + "' " + what + " >/dev/null 2>&1";
+	return std::system(cmd.c_str()) == 0;
+}
+
+TEST_CASE("Lease: a terminated connection is not a loss: the renewer connects again and renews",
 		  "[client][lease]")
 {
 	REQUIRE_LEASES();
 	const std::string   name = Unique("terminated");
 	LossLog             log;
+	RetryLog            retries;
+	fence::LeaseOptions opts;
+	opts.on_lost = log.callback();
+	opts.on_retry = retries.callback();
+	auto lease = fence::Lease::try_acquire("", name, 1500ms, opts);
+	REQUIRE(lease.has_value());
+	fence::LossToken tok = lease->loss_token();
+	const int        first_pid = lease->backend_pid();
+	{
+		pqxx::connection     admin("");
+		pqxx::nontransaction tx(admin);
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", first_pid)[0].as<bool>());
+	}
+	/* The next renewal (within 500 ms) fails, is retried on a new connection, and renews. */
+	REQUIRE(WaitFor([&] { return lease->reconnects() >= 1; }, 1500ms));
+	const auto renewed = lease->renewals();
+	REQUIRE(WaitFor([&] { return lease->renewals() > renewed; }, 1500ms));
+	std::this_thread::sleep_for(1600ms); /* past the TTL: held by renewals on the new session */
+	CHECK_FALSE(lease->lost());
+	CHECK_FALSE(tok.stop_requested());
+	CHECK(log.count() == 0);
+	CHECK(lease->backend_pid() != first_pid);
+	CHECK(lease->backend_pid() != 0);
+	const std::string retry = retries.first();
+	CHECK(retry.find("lease renewal failed: connection lost") == 0);
+	CHECK(retry.find("; retrying until ") != std::string::npos);
+	CHECK(retry.find("(local time)") != std::string::npos);
+	pqxx::connection other("");
+	CHECK(ServerToken(other, name) == lease->token());
+	CHECK_FALSE(AcquireRaw(other, name).has_value());
+	CHECK(lease->release());
+	CHECK(ServerToken(other, name) == 0);
+}
+
+TEST_CASE("Lease: rides out an immediate restart of the server", "[client][lease][restart]")
+{
+	REQUIRE_LEASES();
+	if (std::getenv("FENCE_CLUSTER_CTL") == nullptr)
+	{
+		WARN("skipped: no FENCE_CLUSTER_CTL (run under scripts/temp-cluster.sh)");
+		return;
+	}
+	const std::string   name = Unique("restart");
+	LossLog             log;
+	RetryLog            retries;
+	fence::LeaseOptions opts;
+	opts.on_lost = log.callback();
+	opts.on_retry = retries.callback();
+	auto lease = fence::Lease::try_acquire("", name, 6s, opts);
+	REQUIRE(lease.has_value());
+	REQUIRE(ClusterCtl("stop-immediate"));
+	std::this_thread::sleep_for(1s); /* down long enough for renewals to fail */
+	REQUIRE(ClusterCtl("start"));
+	const auto renewed = lease->renewals();
+	REQUIRE(WaitFor([&] { return lease->renewals() > renewed; }, 4s));
+	CHECK_FALSE(lease->lost());
+	CHECK(log.count() == 0);
+	CHECK(lease->reconnects() >= 1);
+	CHECK_FALSE(retries.first().empty());
+	pqxx::connection other("");
+	CHECK(ServerToken(other, name) == lease->token());
+	CHECK_FALSE(AcquireRaw(other, name).has_value());
+	CHECK(lease->release());
+}
+
+TEST_CASE("Lease: a server that stays down past the deadline is a loss at the deadline, naming "
+		  "the last error",
+		  "[client][lease][restart]")
+{
+	REQUIRE_LEASES();
+	if (std::getenv("FENCE_CLUSTER_CTL") == nullptr)
+	{
+		WARN("skipped: no FENCE_CLUSTER_CTL (run under scripts/temp-cluster.sh)");
+		return;
+	}
+	const std::string   name = Unique("down");
+	LossLog             log;
 	fence::LeaseOptions opts;
 	opts.on_lost = log.callback();
 	auto lease = fence::Lease::try_acquire("", name, 1500ms, opts);
 	REQUIRE(lease.has_value());
-	fence::LossToken tok = lease->loss_token();
-	auto             killed_at = Clock::now();
+	REQUIRE(ClusterCtl("stop-immediate"));
+	struct Restart
 	{
-		pqxx::connection     admin("");
+		~Restart() { ClusterCtl("start"); }
+	} restart;
+	const auto deadline = lease->deadline();
+	REQUIRE(WaitFor([&] { return lease->lost(); }, 3s));
+	/* Not before the deadline that the last successful renewal set. */
+	CHECK(Clock::now() >= deadline);
+	REQUIRE(WaitFor([&] { return log.count() == 1; }, 1s));
+	CHECK(log.reason == fence::LossReason::kDeadline);
+	CHECK(log.message.find("lease deadline passed without a successful renewal") == 0);
+	CHECK(log.message.find("last error: connection lost") != std::string::npos);
+	auto t0 = Clock::now();
+	CHECK_FALSE(lease->release());
+	CHECK(Clock::now() - t0 < 200ms);
+}
+
+TEST_CASE("Lease: a renewal the server rejects for good is a loss at once (kRenewError)",
+		  "[client][lease]")
+{
+	REQUIRE_LEASES();
+	const std::string   name = Unique("rejected");
+	LossLog             log;
+	fence::LeaseOptions opts;
+	opts.on_lost = log.callback();
+	auto lease = fence::Lease::try_acquire("", name, 3s, opts);
+	REQUIRE(lease.has_value());
+	pqxx::connection admin("");
+	const char      *renew = "fence.lease_renew(text,bigint,interval)";
+	{
 		pqxx::nontransaction tx(admin);
-		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", lease->backend_pid())[0]
-				  .as<bool>());
+		tx.exec(std::string("ALTER FUNCTION ") + renew + " RENAME TO lease_renew_hidden");
 	}
-	/* The next renewal (every 500 ms) fails: lost well before the TTL. */
-	REQUIRE(WaitFor([&] { return lease->lost(); }, 1500ms));
-	CHECK(Clock::now() - killed_at < 1500ms);
-	CHECK(tok.stop_requested());
+	struct Restore
+	{
+		pqxx::connection &c;
+		~Restore()
+		{
+			pqxx::nontransaction tx(c);
+			tx.exec("ALTER FUNCTION fence.lease_renew_hidden(text,bigint,interval) RENAME TO "
+					"lease_renew");
+		}
+	} restore{admin};
+	auto t0 = Clock::now();
+	REQUIRE(WaitFor([&] { return lease->lost(); }, 2s));
+	CHECK(Clock::now() - t0 < 1500ms); /* the first renewal (within 1 s), not the deadline */
 	REQUIRE(WaitFor([&] { return log.count() == 1; }, 1s));
 	CHECK(log.reason == fence::LossReason::kRenewError);
-	CHECK_FALSE(log.message.empty());
-	CHECK_FALSE(lease->release()); /* lost: nothing to release, and no throw */
+	CHECK(log.message.find("lease renewal failed: ") == 0);
+	CHECK(log.message.find("(SQLSTATE 42883)") != std::string::npos);
+	CHECK_FALSE(lease->release());
+}
+
+TEST_CASE("Lease: errors of the acquisition are thrown with libpq's and the server's words",
+		  "[client][lease]")
+{
+	REQUIRE_LEASES();
+	try
+	{
+		fence::Lease::try_acquire("host=/nonexistent/socket/dir", "x", 1s);
+		FAIL("no exception");
+	}
+	catch (const pqxx::broken_connection &e)
+	{
+		CHECK(std::string(e.what()).find("/nonexistent/socket/dir") != std::string::npos);
+	}
+	pqxx::connection admin("");
+	{
+		pqxx::nontransaction tx(admin);
+		tx.exec("DROP DATABASE IF EXISTS fence_client_noext");
+		tx.exec("CREATE DATABASE fence_client_noext");
+	}
+	try
+	{
+		fence::Lease::try_acquire("dbname=fence_client_noext", "x", 1s);
+		FAIL("no exception");
+	}
+	catch (const pqxx::sql_error &e)
+	{
+		CHECK(e.sqlstate() == "3F000");
+		CHECK(std::string(e.what()).find("schema \"fence\" does not exist") != std::string::npos);
+	}
+	pqxx::nontransaction tx(admin);
+	tx.exec("DROP DATABASE fence_client_noext");
 }
 
 TEST_CASE(
@@ -309,6 +503,9 @@ TEST_CASE("Lease: bad arguments throw std::invalid_argument", "[client][lease]")
 	CHECK_THROWS_AS(fence::Lease::try_acquire_for("", "x", 1s, -1ms), std::invalid_argument);
 	fence::LeaseOptions opts;
 	opts.safety_margin = 1s;
+	CHECK_THROWS_AS(fence::Lease::try_acquire("", "x", 1s, opts), std::invalid_argument);
+	opts.safety_margin = 0ms;
+	opts.connect_timeout = 0ms;
 	CHECK_THROWS_AS(fence::Lease::try_acquire("", "x", 1s, opts), std::invalid_argument);
 	CHECK_THROWS_AS(fence::Lease::try_acquire("host=/nonexistent/socket/dir", "x", 1s),
 					pqxx::broken_connection);

@@ -2,7 +2,8 @@
  *
  * client/session_lock.cpp
  *	  Catch2 tests of fence::SessionLock against a real server (libpq
- *	  defaults: the PG* variables of the throwaway cluster).
+ *	  defaults: the PG* variables of the throwaway cluster), with its loss
+ *	  watch (a terminated session noticed without a query).
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -13,6 +14,7 @@
  */
 #include "catch2_compat.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -214,8 +216,81 @@ TEST_CASE("SessionLock: a terminated session frees the lock; the destructor does
 		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", pid)[0].as<bool>());
 	}
 	CHECK(FreeElsewhere(name));
-	/* The holder finds out on its next use of the connection. */
+	/* The holder's connection is broken too, once used. */
 	CHECK_THROWS_AS(pqxx::nontransaction(*a).exec("SELECT 1"), pqxx::broken_connection);
 	CHECK_FALSE(la->held());
 	CHECK_NOTHROW(la.reset());
+}
+
+TEST_CASE("SessionLock: a terminated session is noticed at once, without a query: lost(), the "
+		  "callback, the LossToken",
+		  "[client][session]")
+{
+	EnsureExtension();
+	const std::string                             name = Unique("noticed");
+	pqxx::connection                              a("");
+	fence_test::LossLog<fence::SessionLossReason> log;
+	fence::SessionLockOptions                     opts;
+	opts.on_lost = log.callback();
+	auto la = fence::SessionLock::try_acquire(a, name, opts);
+	REQUIRE(la.has_value());
+	fence::LossToken tok = la->loss_token();
+	CHECK(la->held());
+	CHECK_FALSE(la->lost());
+	CHECK_FALSE(tok.stop_requested());
+	/* Moving keeps the watch (the callback does not refer to the object). */
+	fence::SessionLock moved = std::move(*la);
+	CHECK_FALSE(la->held());
+	CHECK_FALSE(la->lost());
+	CHECK(la->loss_token().stop_requested());
+	{
+		pqxx::connection     admin("");
+		pqxx::nontransaction tx(admin);
+		CHECK(
+			ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", a.backendpid())[0].as<bool>());
+	}
+	/* No query on `a`: the hang-up is seen on the socket. */
+	REQUIRE(fence_test::WaitFor([&] { return moved.lost(); }, 1s));
+	CHECK_FALSE(moved.held());
+	CHECK(tok.stop_requested());
+	REQUIRE(fence_test::WaitFor([&] { return log.count() == 1; }, 1s));
+	CHECK(log.reason == fence::SessionLossReason::kConnectionClosed);
+	CHECK(log.message.find("the server closed the session's connection") == 0);
+	CHECK(FreeElsewhere(name));
+	CHECK_FALSE(moved.release()); /* gone with its session: false, no throw */
+	CHECK(moved.lost());          /* keeps its answer */
+	CHECK(log.count() == 1);
+}
+
+TEST_CASE("SessionLock: a released lock is never reported lost; queries on the connection do not "
+		  "wake the watch",
+		  "[client][session]")
+{
+	EnsureExtension();
+	const std::string         name = Unique("quiet");
+	pqxx::connection          a("");
+	std::atomic<int>          calls{0};
+	fence::SessionLockOptions opts;
+	opts.on_lost = [&](fence::SessionLossReason, const std::string &) { calls++; };
+	auto la = fence::SessionLock::try_acquire(a, name, opts);
+	REQUIRE(la.has_value());
+	fence::LossToken tok = la->loss_token();
+	{
+		/* The application keeps using the connection: results and notices are not hang-ups. */
+		pqxx::nontransaction tx(a);
+		for (int i = 0; i < 50; i++)
+			Exec1(tx, "SELECT repeat('x', 100000)");
+		tx.exec("LISTEN pg_fence_test; NOTIFY pg_fence_test, 'hello'");
+	}
+	std::this_thread::sleep_for(100ms);
+	CHECK_FALSE(la->lost());
+	CHECK(la->held());
+	CHECK(la->release());
+	CHECK(tok.stop_requested()); /* released: stop, but not lost */
+	CHECK_FALSE(la->lost());
+	/* The session ends after the release: nothing to report. */
+	fence::pqxx_compat::Close(a);
+	std::this_thread::sleep_for(100ms);
+	CHECK(calls.load() == 0);
+	CHECK_FALSE(la->lost());
 }

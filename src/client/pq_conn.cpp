@@ -1,0 +1,251 @@
+/*-------------------------------------------------------------------------
+ *
+ * pq_conn.cpp
+ *	  Deadline-bounded, interruptible libpq calls for the client library.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/client/pq_conn.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pq_conn.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <memory>
+#include <stdexcept>
+
+#include <libpq-fe.h>
+
+#include "internal.hpp"
+
+namespace fence::client_internal {
+
+namespace {
+
+PqOutcome
+Fail(PqOutcome::Kind kind, std::string message)
+{
+	PqOutcome o;
+	o.kind = kind;
+	o.message = OneLine(std::move(message));
+	return o;
+}
+
+} // namespace
+
+bool
+IsTransient(const PqOutcome &o)
+{
+	if (o.kind == PqOutcome::kConnectionLost)
+		return true;
+	if (o.kind != PqOutcome::kServerError)
+		return false;
+	const std::string &s = o.sqlstate;
+	if (s.rfind("08", 0) == 0 || s.rfind("53", 0) == 0)
+		return true;
+	return s == "57P01" || s == "57P02" || s == "57P03" || s == "57P04" || s == "57P05" ||
+		   s == "40001" || s == "40P01" || s == "55P03" || s == "57014" || s == "25006";
+}
+
+PqConn::~PqConn()
+{
+	Close();
+}
+
+void
+PqConn::Close()
+{
+	if (conn_ != nullptr)
+		PQfinish(conn_);
+	conn_ = nullptr;
+}
+
+bool
+PqConn::connected() const
+{
+	return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
+}
+
+int
+PqConn::backend_pid() const
+{
+	return conn_ != nullptr ? PQbackendPID(conn_) : 0;
+}
+
+std::string
+PqConn::Literal(const std::string &s) const
+{
+	char *q = PQescapeLiteral(conn_, s.data(), s.size());
+	if (q == nullptr)
+		throw std::invalid_argument("pg_fence: cannot quote a literal: " +
+									OneLine(PQerrorMessage(conn_)));
+	std::string out(q);
+	PQfreemem(q);
+	return out;
+}
+
+PqConn::Wait
+PqConn::WaitFor(bool for_write, Clock::time_point deadline, int stop_fd)
+{
+	for (;;)
+	{
+		auto now = Clock::now();
+		if (now >= deadline)
+			return Wait::kDeadline;
+		auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+		struct pollfd fds[2];
+		fds[0].fd = PQsocket(conn_);
+		fds[0].events = for_write ? POLLOUT : POLLIN;
+		fds[0].revents = 0;
+		fds[1].fd = stop_fd;
+		fds[1].events = POLLIN;
+		fds[1].revents = 0;
+		if (fds[0].fd < 0)
+			return Wait::kError;
+		int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, ms > 60000 ? 60000 : static_cast<int>(ms));
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return Wait::kError;
+		}
+		if (stop_fd >= 0 && (fds[1].revents & POLLIN))
+			return Wait::kStopped;
+		if (fds[0].revents != 0)
+			return Wait::kReady; /* readable, writable, or an error libpq will report */
+	}
+}
+
+PqOutcome
+PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd)
+{
+	Close();
+	const char *keys[] = {"dbname", nullptr};
+	const char *vals[] = {conninfo.c_str(), nullptr};
+	/* expand_dbname: conninfo may be a connection string or a URI. */
+	conn_ = PQconnectStartParams(keys, vals, 1);
+	if (conn_ == nullptr)
+		return Fail(PqOutcome::kConnectionLost, "out of memory allocating a connection");
+	if (PQstatus(conn_) == CONNECTION_BAD)
+	{
+		PqOutcome o = Fail(PqOutcome::kConnectionLost, PQerrorMessage(conn_));
+		Close();
+		return o;
+	}
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	for (;;)
+	{
+		if (st == PGRES_POLLING_OK)
+			return PqOutcome{};
+		if (st == PGRES_POLLING_FAILED)
+		{
+			PqOutcome o = Fail(PqOutcome::kConnectionLost, PQerrorMessage(conn_));
+			Close();
+			return o;
+		}
+		Wait w = WaitFor(st == PGRES_POLLING_WRITING, deadline, stop_fd);
+		if (w == Wait::kDeadline || w == Wait::kStopped)
+		{
+			Close();
+			return Fail(w == Wait::kDeadline ? PqOutcome::kDeadline : PqOutcome::kStopped,
+						w == Wait::kDeadline ? "connection attempt did not finish in time"
+											 : "connection attempt stopped");
+		}
+		st = PQconnectPoll(conn_);
+	}
+}
+
+PqOutcome
+PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
+{
+	if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK)
+		return Fail(PqOutcome::kConnectionLost, "not connected");
+	auto lost = [this](const char *what) {
+		std::string msg = PQerrorMessage(conn_);
+		PqOutcome   o = Fail(PqOutcome::kConnectionLost, msg.empty() ? what : msg);
+		Close();
+		return o;
+	};
+	if (!PQsendQuery(conn_, sql.c_str()))
+		return lost("could not send the query");
+	/* Small queries: PQsendQuery has written them unless the socket is full. */
+	for (;;)
+	{
+		int f = PQflush(conn_);
+		if (f == 0)
+			break;
+		if (f < 0)
+			return lost("could not send the query");
+		Wait w = WaitFor(true, deadline, stop_fd);
+		if (w != Wait::kReady)
+		{
+			Close();
+			return Fail(w == Wait::kStopped ? PqOutcome::kStopped : PqOutcome::kDeadline,
+						"the call did not finish in time");
+		}
+	}
+
+	PqOutcome out;
+	bool      have_error = false;
+	for (;;)
+	{
+		while (PQisBusy(conn_))
+		{
+			Wait w = WaitFor(false, deadline, stop_fd);
+			if (w == Wait::kDeadline || w == Wait::kStopped)
+			{
+				Close();
+				return Fail(w == Wait::kStopped ? PqOutcome::kStopped : PqOutcome::kDeadline,
+							w == Wait::kStopped ? "the call was stopped"
+												: "the call did not finish in time");
+			}
+			if (!PQconsumeInput(conn_))
+				return lost("lost the connection to the server");
+		}
+		std::unique_ptr<PGresult, void (*)(PGresult *)> res(PQgetResult(conn_), PQclear);
+		if (!res)
+			break;
+		switch (PQresultStatus(res.get()))
+		{
+			case PGRES_TUPLES_OK:
+				if (!have_error)
+				{
+					out.value.reset();
+					if (PQntuples(res.get()) > 0 && PQnfields(res.get()) > 0 &&
+						!PQgetisnull(res.get(), 0, 0))
+						out.value = PQgetvalue(res.get(), 0, 0);
+				}
+				break;
+			case PGRES_COMMAND_OK:
+			case PGRES_EMPTY_QUERY:
+				break;
+			default:
+				if (!have_error)
+				{
+					have_error = true;
+					const char *state = PQresultErrorField(res.get(), PG_DIAG_SQLSTATE);
+					const char *primary = PQresultErrorField(res.get(), PG_DIAG_MESSAGE_PRIMARY);
+					out.kind = PqOutcome::kServerError;
+					out.sqlstate = state != nullptr ? state : "";
+					out.message =
+						OneLine(primary != nullptr ? primary : PQresultErrorMessage(res.get()));
+				}
+				break;
+		}
+	}
+	if (PQstatus(conn_) != CONNECTION_OK)
+	{
+		/* A FATAL error (terminated backend) arrives as a result, then EOF. */
+		PqOutcome o = lost("lost the connection to the server");
+		if (have_error && !out.message.empty())
+			o.message = out.message;
+		return o;
+	}
+	return out;
+}
+
+} // namespace fence::client_internal

@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * pq_conn.hpp
+ *	  A libpq connection whose every wait is bounded by a deadline and can
+ *	  be interrupted (not installed).  Used by fence::Lease, whose renewer
+ *	  must never block past the lease's local deadline, nor keep release()
+ *	  or the destructor waiting on a dead network, including while it
+ *	  connects again.
+ *
+ * Everything runs on libpq's asynchronous API (PQconnectStart /
+ * PQconnectPoll, PQsendQuery / PQconsumeInput) with poll(2) on the
+ * connection's socket and on a caller's "stop" descriptor: when that
+ * descriptor becomes readable, the wait ends at once with kStopped.  The
+ * simple query protocol is used, so a call may hold several statements,
+ * which then run in one implicit transaction in one round trip (PostgreSQL
+ * docs, "Multiple Statements in a Simple Query"): SET LOCAL applies to the
+ * statements after it.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/client/pq_conn.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+typedef struct pg_conn PGconn;
+
+namespace fence::client_internal {
+
+/* How a call ended. */
+struct PqOutcome
+{
+	enum Kind
+	{
+		kOk,             /* done; `value` is set */
+		kServerError,    /* the server raised an error (sqlstate, message) */
+		kConnectionLost, /* could not connect, or the connection broke (message) */
+		kDeadline,       /* the deadline passed first (the connection is closed) */
+		kStopped,        /* the stop descriptor fired (the connection is closed) */
+	};
+	Kind        kind = kOk;
+	std::string sqlstate; /* kServerError: the SQLSTATE; otherwise "" */
+	std::string message;  /* one line: libpq's or the server's message */
+	/* kOk: the first column of the last row returned (nullopt: NULL or no row). */
+	std::optional<std::string> value;
+
+	bool
+	ok() const
+	{
+		return kind == kOk;
+	}
+};
+
+/*
+ * True for errors after which the same call may succeed later: the
+ * connection failed or the server could not serve it for now (class 08,
+ * 57P01-57P05 shutdowns and recovery, 53 out of resources, 40001 / 40P01,
+ * 55P03 lock not available, 57014 statement timeout or cancel, 25006 a
+ * standby that is not promoted yet).
+ */
+bool IsTransient(const PqOutcome &outcome);
+
+class PqConn
+{
+public:
+	using Clock = std::chrono::steady_clock;
+
+	PqConn() = default;
+	~PqConn();
+	PqConn(const PqConn &) = delete;
+	PqConn &operator=(const PqConn &) = delete;
+
+	/*
+	 * Connects (closing any previous connection) with `conninfo` (libpq
+	 * connection string or URI; "" = PG* environment).  kOk with an empty
+	 * value, kConnectionLost with libpq's reason, kDeadline or kStopped.
+	 */
+	PqOutcome Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd);
+
+	/*
+	 * Runs `sql` (one or more statements, no parameters) and waits for
+	 * every result.  On kDeadline and kStopped the connection is closed
+	 * (a call still running on the server ends with its session); on
+	 * kConnectionLost it is closed too.
+	 */
+	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd);
+
+	/* A quoted SQL literal for `s` (PQescapeLiteral); needs a connection. */
+	std::string Literal(const std::string &s) const;
+
+	bool connected() const;
+	int  backend_pid() const;
+	void Close();
+
+private:
+	enum class Wait
+	{
+		kReady,
+		kDeadline,
+		kStopped,
+		kError
+	};
+	Wait WaitFor(bool for_write, Clock::time_point deadline, int stop_fd);
+
+	PGconn *conn_ = nullptr;
+};
+
+} // namespace fence::client_internal
