@@ -6,8 +6,10 @@
  *	  and remove it.
  *
  * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
- * "fence_guard" that runs fence.guard_trigger('<fence column>').  For each
- * row it finds the token the write presents:
+ * "fence_guard" that runs fence.guard_trigger('<fence column>') (guarded
+ * with resource columns, BEFORE INSERT too, with more arguments: INSERTs
+ * are checked against their resource's mark, src/guard_insert.cpp).  For
+ * each updated or deleted row it finds the token the write presents:
  *
  *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
  *	   presents the new value;
@@ -47,6 +49,7 @@
 #include "ext/boundary.hpp"
 #include "ext/compat.hpp"
 #include "ext/fence_rule.hpp"
+#include "ext/guard_insert.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -171,6 +174,23 @@ RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const 
 				   "Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
 }
 
+/*
+ * With resource columns, an UPDATE or DELETE is a write of its row's
+ * resource (and an UPDATE that moves the row to another resource, of that
+ * one too): the token must also pass, and raises, their marks.
+ */
+void
+CheckResourceMarks(TriggerData *td, HeapTuple old_row, HeapTuple new_row, int64 token)
+{
+	if (!GuardsInserts(td->tg_trigger))
+		return;
+	const char *op = new_row != nullptr ? "UPDATE" : "DELETE";
+
+	CheckResourceMark(td, old_row, token, op);
+	if (new_row != nullptr && !SameResource(td, old_row, new_row))
+		CheckResourceMark(td, new_row, token, op);
+}
+
 /* The body of fence.guard_trigger(). */
 Datum
 GuardTrigger(FunctionCallInfo fcinfo)
@@ -183,14 +203,18 @@ GuardTrigger(FunctionCallInfo fcinfo)
 	TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
 	TriggerEvent ev = td->tg_event;
 	bool         is_update = TRIGGER_FIRED_BY_UPDATE(ev);
+	bool         is_insert = TRIGGER_FIRED_BY_INSERT(ev);
+	int          nargs = td->tg_trigger->tgnargs;
 
 	if (!TRIGGER_FIRED_BEFORE(ev) || !TRIGGER_FIRED_FOR_ROW(ev) ||
-		!(is_update || TRIGGER_FIRED_BY_DELETE(ev)) || td->tg_trigger->tgnargs != 1)
+		!(is_update || is_insert || TRIGGER_FIRED_BY_DELETE(ev)) ||
+		!(nargs == 1 || GuardsInserts(td->tg_trigger)) ||
+		(is_insert && !GuardsInserts(td->tg_trigger)))
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 			 errmsg(
-				 "fence.guard_trigger() must run BEFORE UPDATE OR DELETE FOR EACH ROW with the fence column as its argument"),
+				 "fence.guard_trigger() must run BEFORE UPDATE OR DELETE (and INSERT, with resource columns) FOR EACH ROW with the arguments that fence.guard gives it"),
 			 errhint("Use fence.guard(table) to install it.")));
 
 	Relation    rel = td->tg_relation;
@@ -210,6 +234,9 @@ GuardTrigger(FunctionCallInfo fcinfo)
 						errmsg("fence column \"%s\" of guarded table %s is not of type bigint",
 							   column, QualifiedName(rel))));
 
+	if (is_insert)
+		return PointerGetDatum(GuardInsertRow(td, attnum));
+
 	HeapTuple   old_row = td->tg_trigtuple;
 	bool        old_null;
 	int64       current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
@@ -226,6 +253,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		{
 			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
 				RaiseStale(rel, old_row, "UPDATE", fresh, current);
+			CheckResourceMarks(td, old_row, new_row, fresh);
 			return PointerGetDatum(new_row);
 		}
 
@@ -240,6 +268,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
 		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 			RaiseStale(rel, old_row, "UPDATE", token, current);
+		CheckResourceMarks(td, old_row, new_row, token);
 
 		int   cols[1] = {attnum};
 		Datum values[1] = {Int64GetDatum(token)};
@@ -255,6 +284,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		RaiseNoToken(rel, old_row, false, false, column, setting);
 	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 		RaiseStale(rel, old_row, "DELETE", token, current);
+	CheckResourceMarks(td, old_row, nullptr, token);
 	return PointerGetDatum(old_row);
 }
 
@@ -312,7 +342,7 @@ RequireChildrenGuarded(Relation rel, const char *column)
 		Relation       crel = relation_open(child, NoLock);
 		const Trigger *t = FindGuardTrigger(crel);
 
-		if (t == nullptr || t->tgnargs != 1 || strcmp(t->tgargs[0], column) != 0)
+		if (t == nullptr || t->tgnargs < 1 || strcmp(t->tgargs[0], column) != 0)
 			ereport(
 				ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -352,7 +382,7 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 	return rel;
 }
 
-/* fence.guard(rel regclass, fence_column name) */
+/* fence.guard(rel regclass, fence_column name, resource_columns name[]) */
 Datum
 Guard(FunctionCallInfo fcinfo)
 {
@@ -389,10 +419,25 @@ Guard(FunctionCallInfo fcinfo)
 	if (rel->rd_rel->relkind == RELKIND_RELATION && has_subclass(relid))
 		RequireChildrenGuarded(rel, column);
 
+	/* With resource columns, INSERTs are fenced too (guard_insert.hpp). */
+	List *args = list_make1(makeString(pstrdup(column)));
+	bool  inserts = !PG_ARGISNULL(2);
+
+	if (inserts)
+	{
+		List     *names = CheckResourceColumns(rel, column, PG_GETARG_ARRAYTYPE_P(2));
+		ListCell *lc;
+
+		args = lappend(args, makeString(psprintf(INT64_FORMAT, NextGuardId())));
+		foreach (lc, names)
+			args = lappend(args, makeString(static_cast<char *>(lfirst(lc))));
+	}
+
 	/*
-	 * CREATE TRIGGER fence_guard BEFORE UPDATE OR DELETE ON rel FOR EACH ROW
-	 * EXECUTE FUNCTION fence.guard_trigger(column), built as a parse node
-	 * from catalog names: no SQL text is assembled.
+	 * CREATE TRIGGER fence_guard BEFORE [INSERT OR] UPDATE OR DELETE ON rel
+	 * FOR EACH ROW EXECUTE FUNCTION fence.guard_trigger(column [, guard
+	 * number, resource columns...]), built as a parse node from catalog
+	 * names: no SQL text is assembled.
 	 */
 	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
 
@@ -402,10 +447,10 @@ Guard(FunctionCallInfo fcinfo)
 	stmt->relation = makeRangeVar(get_namespace_name(RelationGetNamespace(rel)),
 								  pstrdup(RelationGetRelationName(rel)), -1);
 	stmt->funcname = list_make2(makeString(pstrdup("fence")), makeString(pstrdup("guard_trigger")));
-	stmt->args = list_make1(makeString(pstrdup(column)));
+	stmt->args = args;
 	stmt->row = true;
 	stmt->timing = TRIGGER_TYPE_BEFORE;
-	stmt->events = TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
+	stmt->events = TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE | (inserts ? TRIGGER_TYPE_INSERT : 0);
 	stmt->columns = NIL;
 	stmt->whenClause = nullptr;
 	stmt->transitionRels = NIL;
@@ -440,11 +485,17 @@ Unguard(FunctionCallInfo fcinfo)
 										kGuardTriggerName)
 							: 0));
 
+	/* Its insert marks go with it (after the drop: a partition's clone cannot be dropped). */
+	bool  had_marks = GuardsInserts(ours);
+	int64 guard_id = had_marks ? pg_strtoint64(ours->tgargs[kGuardIdArg]) : 0;
+
 	ObjectAddress addr;
 
 	ObjectAddressSet(addr, TriggerRelationId, trigoid);
 	performDeletion(&addr, DROP_RESTRICT, 0);
 	CommandCounterIncrement();
+	if (had_marks)
+		ForgetInsertMarks(guard_id);
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -465,13 +516,18 @@ FENCE_SQL_FUNCTION(fence_guard_trigger)
 }
 
 /*
- * fence.guard(rel regclass, fence_column name DEFAULT 'fence') RETURNS void
- *	 Installs the trigger "fence_guard" on rel.  Owner only (42501).
+ * fence.guard(rel regclass, fence_column name DEFAULT 'fence',
+ *			   resource_columns name[] DEFAULT NULL) RETURNS void
+ *	 Installs the trigger "fence_guard" on rel (with resource columns, for
+ *	 INSERT too, and draws a guard number).  Owner only (42501).
  *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER), AccessShareLock
  *	 on its inheritance descendants.  Errors: 42809 not a table, 42703 no
  *	 such column, 42804 not bigint, 42710 already guarded, 0A000 an
- *	 inheritance child not guarded (with the same fence column), 22023 NULL
- *	 argument.
+ *	 inheritance child not guarded (with the same fence column) or a
+ *	 generated resource column, 42883 a resource column without a hash
+ *	 function, 42701 a resource column twice, 22023 NULL argument, empty
+ *	 resource_columns, a NULL element or the fence column among them,
+ *	 54000 more than 32 resource columns.
  */
 FENCE_SQL_FUNCTION(fence_guard)
 {
@@ -480,7 +536,8 @@ FENCE_SQL_FUNCTION(fence_guard)
 
 /*
  * fence.unguard(rel regclass) RETURNS void
- *	 Drops the trigger "fence_guard" of rel.  Owner only (42501).
+ *	 Drops the trigger "fence_guard" of rel, and its insert marks.  Owner
+ *	 only (42501).
  *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42704 not
  *	 guarded, 42809 not a table, 22023 NULL argument.
  */

@@ -7,28 +7,29 @@ CREATE EXTENSION IF NOT EXISTS pg_fence;
 SELECT plan(63);
 
 -- functions and signatures
-SELECT has_function('fence', 'guard', ARRAY['regclass', 'name']);
+SELECT has_function('fence', 'guard', ARRAY['regclass', 'name', 'name[]']);
 SELECT has_function('fence', 'unguard', ARRAY['regclass']);
 SELECT has_function('fence', 'guard_trigger', ARRAY[]::name[]);
 SELECT has_function('fence', 'advance', ARRAY['text', 'bigint']);
 SELECT has_function('fence', 'stats', ARRAY[]::name[]);
 SELECT has_function('fence', 'held_locks', ARRAY[]::name[]);
-SELECT function_returns('fence', 'guard', ARRAY['regclass', 'name'], 'void');
+SELECT function_returns('fence', 'guard', ARRAY['regclass', 'name', 'name[]'], 'void');
 SELECT function_returns('fence', 'unguard', ARRAY['regclass'], 'void');
 SELECT function_returns('fence', 'guard_trigger', ARRAY[]::name[], 'trigger');
 SELECT function_returns('fence', 'advance', ARRAY['text', 'bigint'], 'boolean');
 SELECT function_returns('fence', 'stats', ARRAY[]::name[], 'record');
 SELECT function_returns('fence', 'held_locks', ARRAY[]::name[], 'setof record');
 SELECT volatility_is('fence', 'advance', ARRAY['text', 'bigint'], 'volatile');
-SELECT volatility_is('fence', 'guard', ARRAY['regclass', 'name'], 'volatile');
-SELECT is((SELECT pg_get_function_arguments('fence.guard(regclass, name)'::regprocedure)),
-          'rel regclass, fence_column name DEFAULT ''fence''::name', 'guard: fence_column defaults to fence');
+SELECT volatility_is('fence', 'guard', ARRAY['regclass', 'name', 'name[]'], 'volatile');
+SELECT is((SELECT pg_get_function_arguments('fence.guard(regclass, name, name[])'::regprocedure)),
+          'rel regclass, fence_column name DEFAULT ''fence''::name, resource_columns name[] DEFAULT NULL::name[]',
+          'guard: fence_column defaults to fence, resource_columns to NULL');
 
 -- security: only advance is SECURITY DEFINER, with a pinned search_path
 SELECT is_definer('fence', 'advance', ARRAY['text', 'bigint']);
 SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'fence.advance(text, bigint)'::regprocedure),
           ARRAY['search_path=pg_catalog, pg_temp'], 'advance pins search_path');
-SELECT isnt_definer('fence', 'guard', ARRAY['regclass', 'name']);
+SELECT isnt_definer('fence', 'guard', ARRAY['regclass', 'name', 'name[]']);
 SELECT isnt_definer('fence', 'unguard', ARRAY['regclass']);
 SELECT isnt_definer('fence', 'guard_trigger', ARRAY[]::name[]);
 SELECT isnt_definer('fence', 'stats', ARRAY[]::name[]);

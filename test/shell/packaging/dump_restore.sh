@@ -42,6 +42,14 @@ has_leases=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.leases') IS NOT N
 if [ "$has_leases" = t ]; then
 	tokens+=("$(q "$SRC" -c "SELECT fence.lease_acquire('dump/lease', interval '1 hour', 'packaging/dump_restore.sh')")")
 fi
+# A table guarded with resource columns: its guard (trigger arguments) and
+# its marks must come back, so a stale INSERT stays rejected after restore.
+has_marks=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.insert_marks') IS NOT NULL")
+if [ "$has_marks" = t ]; then
+	q "$SRC" -c "CREATE TABLE dump_log (stream text, body text, fence bigint NOT NULL DEFAULT 0)" \
+		-c "SELECT fence.guard('dump_log', 'fence', ARRAY['stream'])" \
+		-c "INSERT INTO dump_log VALUES ('s', 'first', 7)" >/dev/null
+fi
 max=0
 for t in "${tokens[@]}"; do
 	[[ "$t" =~ ^[0-9]+$ ]] || { echo "not a token: '$t'"; exit 1; }
@@ -76,6 +84,16 @@ for db in fence_dump_custom fence_dump_plain; do
 		fi
 		rows=$(q "$db" -c "SELECT count(*) FROM fence.leases WHERE name = 'dump/lease'")
 		echo "NOTE: lease held at dump time restored in $db: $([ "$rows" = 1 ] && echo yes || echo no)"
+	fi
+	if [ "$has_marks" = t ]; then
+		state=$(psql -X -q -At -d "$db" -c "INSERT INTO dump_log VALUES ('s', 'stale', 6)" 2>&1 | grep -o 'FN001\|fencing token 6 is older than the fence 7' | head -n 1 || true)
+		ok=$(q "$db" -c "INSERT INTO dump_log VALUES ('s', 'fresh', 8) RETURNING fence")
+		if [ "$state" = "fencing token 6 is older than the fence 7" ] && [ "$ok" = 8 ]; then
+			echo "$db: guarded INSERT after restore: stale token 6 rejected, token 8 accepted: ok"
+		else
+			echo "FAILED: $db: guarded INSERT after restore: stale insert gave '${state:-accepted}', fresh insert '${ok:-rejected}'"
+			fail=1
+		fi
 	fi
 done
 exit "$fail"
