@@ -363,7 +363,7 @@ WITH a AS (INSERT INTO bench.lease AS l (name, token, holder, granted_at, expire
 DELETE FROM bench.lease WHERE :tok > 0 AND name = 'L' || :n AND token = :tok;
 EOF
 )" "plain SQL"
-	need lease_f_$kind 'fence.lease_acquire(text,interval,text)' 'fence.lease_release(text,bigint)'
+	need lease_f_$kind 'fence.lease_acquire(text,interval,text,interval)' 'fence.lease_release(text,bigint)'
 done
 group lease_rand "Lease acquire+release, random names" lease_f_rand lease_p_rand
 row "lease acquire+release, random names" lease_f_rand lease_p_rand 1.0 "≥ 1.0"
@@ -466,7 +466,7 @@ SELECT coalesce(fence.lease_acquire('S' || :n, interval '30 seconds', 'bench'), 
 SELECT CASE WHEN :tok > 0 THEN fence.lease_release('S' || :n, :tok) END;
 EOF
 )" pg_fence
-need lease_scale 'fence.lease_acquire(text,interval,text)' 'fence.lease_release(text,bigint)'
+need lease_scale 'fence.lease_acquire(text,interval,text,interval)' 'fence.lease_release(text,bigint)'
 if [ -z "${SYS_SKIP[lease_scale]:-}" ] &&
 	[ "$(q -c "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fence' AND table_name = 'leases' AND column_name IN ('name','token','holder','owner','granted_at','expires_at')")" != 6 ]; then
 	SYS_SKIP[lease_scale]="table fence.leases (name, token, holder, owner, granted_at, expires_at) missing"

@@ -79,6 +79,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
+#include "ext/lease_wait.hpp"
 #include "ext/shmem.hpp"
 #include "ext/stats.hpp"
 #include "ext/tokens.hpp"
@@ -89,6 +90,8 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -307,22 +310,21 @@ CallerIsAdmin(Oid caller)
 	return OidIsValid(admin) && has_privs_of_role(caller, admin);
 }
 
-Datum
-LeaseAcquire(FunctionCallInfo fcinfo)
+/* What one try of lease_acquire found. */
+enum class Attempt
 {
-	NameArg name = GetNameArg(fcinfo, 0, "name");
-	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
+	kGranted, /* *token is the new lease's */
+	kHeld,    /* an unexpired lease: *held_until is its expiry */
+	kBusy     /* another transaction is changing the name right now */
+};
 
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
-	CheckWritable("acquire", name);
-
+Attempt
+TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, TimestampTz *held_until)
+{
 	LeaseCall call;
 
 	if (!LeaseBegin(&call, name, false))
-	{
-		StatsCount(StatKind::kBusy);
-		PG_RETURN_NULL();
-	}
+		return Attempt::kBusy;
 
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz expires = ExpiresAt(now, ttl);
@@ -342,28 +344,132 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 		{
 			/* held by someone (maybe by this very caller: leases do not nest) */
 			LeaseEnd(&call, false);
-			StatsCount(StatKind::kBusy);
-			PG_RETURN_NULL();
+			*held_until = old_expires;
+			return Attempt::kHeld;
 		}
 
-		int64 token = IssueToken();
-
-		SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
+		*token = IssueToken();
+		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
 		values[6] = Int64GetDatum(old_token);
 		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
 		LeaseEnd(&call, true);
-		ReportLeaseTakeover(NameCString(name), old_token, token, now - old_expires);
-		StatsCount(StatKind::kAcquired);
-		PG_RETURN_INT64(token);
+		ReportLeaseTakeover(NameCString(name), old_token, *token, now - old_expires);
 	}
-
-	int64 token = IssueToken();
-
-	SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
-	(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
-	LeaseEnd(&call, true);
+	else
+	{
+		*token = IssueToken();
+		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
+		(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
+		LeaseEnd(&call, true);
+	}
+	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
 	StatsCount(StatKind::kAcquired);
+	return Attempt::kGranted;
+}
+
+/*
+ * lease_acquire with `wait`: joins the name's queue of waiters
+ * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
+ * holder's expiry, a wake-up (a release, or any change of the lease,
+ * visible at its transaction's end; the previous head leaving), or the end
+ * of the wait.  A change in flight (kBusy) ends with its transaction,
+ * which wakes us if it changed the lease; otherwise we look again after
+ * 100 ms.  Without shared memory (15/16 without the preload) there is no
+ * queue and nobody to wake us: we look again at the holder's expiry or
+ * after a backoff (10 ms doubling to 1 s), whichever comes first.
+ * Returns the token, or 0 when the wait ended without the lease.
+ */
+int64
+WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
+{
+	constexpr int64 kBusyRecheck = 100 * 1000; /* us */
+	TimestampTz     deadline = ExpiresAt(GetCurrentTimestamp(), wait);
+	volatile int    slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
+	volatile int64  result = 0;
+	int64           backoff = 10 * 1000; /* us, without a queue */
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			ResetLatch(MyLatch);
+
+			TimestampTz wake = deadline;
+
+			if (IsLeaseQueueHead(slot))
+			{
+				int64       token = 0;
+				TimestampTz held_until = 0;
+				Attempt     a = TryAcquire(fcinfo, name, ttl, &token, &held_until);
+
+				if (a == Attempt::kGranted)
+				{
+					result = token;
+					break;
+				}
+
+				TimestampTz now = GetCurrentTimestamp();
+
+				if (a == Attempt::kHeld)
+					wake = Min(wake, held_until);
+				else
+					wake = Min(wake, now + kBusyRecheck);
+				if (slot < 0)
+				{
+					wake = Min(wake, now + backoff);
+					backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
+				}
+			}
+
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				break;
+
+			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
+
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
+							 LeaseWaitEvent());
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		LeaveLeaseQueue(slot);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+Datum
+LeaseAcquire(FunctionCallInfo fcinfo)
+{
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
+	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
+
+	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
+	if (wait > 0)
+		(void) ExpiresAt(GetCurrentTimestamp(), wait);
+	CheckWritable("acquire", name);
+
+	int64 token = 0;
+
+	if (wait > 0)
+		token = WaitAndAcquire(fcinfo, name, ttl, wait);
+	else
+	{
+		TimestampTz held_until;
+
+		if (TryAcquire(fcinfo, name, ttl, &token, &held_until) != Attempt::kGranted)
+			token = 0;
+	}
+	if (token == 0)
+	{
+		StatsCount(StatKind::kBusy);
+		PG_RETURN_NULL();
+	}
 	PG_RETURN_INT64(token);
 }
 
@@ -396,6 +502,8 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
 	LeaseEnd(&call, renewed);
+	if (renewed)
+		WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name))); /* the head's timer moves */
 	PG_RETURN_BOOL(renewed);
 }
 
@@ -426,6 +534,8 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
 	LeaseEnd(&call, released);
+	if (released)
+		WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name))); /* hand it to the head waiter */
 
 	if (released)
 		AllowAsyncCommitSince(before);
@@ -437,16 +547,18 @@ LeaseRelease(FunctionCallInfo fcinfo)
 } /* namespace fence */
 
 /*
- * fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL)
- *	 RETURNS bigint
- *	 Grants the lease "name" for ttl from now (server clock at the call) and
- *	 returns its new fencing token, or NULL at once when an unexpired lease
- *	 of that name is held or being acquired by anyone (leases do not nest).
+ * fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL,
+ *					   wait interval DEFAULT NULL) RETURNS bigint
+ *	 Grants the lease "name" for ttl from now (server clock at the grant) and
+ *	 returns its new fencing token, or NULL when an unexpired lease of that
+ *	 name is held or being acquired by anyone (leases do not nest): at once
+ *	 without wait, else after waiting in the server up to wait for a release
+ *	 or the expiry (WaitAndAcquire; cancellable, nothing held then).
  *	 Takes over an expired lease (new, larger token; LOG line).
  *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
  *	 waiting; kept to transaction end when granted; a row lock on the lease.
- *	 Errors: 22023 invalid name / ttl; 25006 in recovery or a read-only
- *	 transaction.
+ *	 Errors: 22023 invalid name / ttl / wait; 25006 in recovery or a
+ *	 read-only transaction; 57014 cancel or statement_timeout while waiting.
  */
 FENCE_SQL_FUNCTION(fence_lease_acquire)
 {

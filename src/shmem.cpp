@@ -28,6 +28,7 @@
 #include "ext/shmem.hpp"
 
 #include "ext/compat.hpp"
+#include "ext/lease_wait.hpp"
 
 extern "C" {
 #include "storage/ipc.h"
@@ -74,15 +75,23 @@ RegistryOffset()
 	return MAXALIGN(sizeof(SharedBlock));
 }
 
+/* The registry's size; the lease waiters' queue follows it. */
+Size
+RegistrySize(int capacity)
+{
+	Size size = MAXALIGN(sizeof(Registry));
+
+	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), IndexSlots(capacity))));
+	size = add_size(size, MAXALIGN(mul_size(sizeof(RegEntry), capacity)));
+	return size;
+}
+
 Size
 BlockSize(int capacity)
 {
-	Size size = RegistryOffset();
+	Size size = add_size(RegistryOffset(), RegistrySize(capacity));
 
-	size = add_size(size, MAXALIGN(sizeof(Registry)));
-	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), IndexSlots(capacity))));
-	size = add_size(size, mul_size(sizeof(RegEntry), capacity));
-	return size;
+	return add_size(size, LeaseWaitersSize());
 }
 
 Registry *
@@ -131,6 +140,8 @@ InitBlock(SharedBlock *b, int capacity)
 		entries[i].next_free = i + 1 < capacity ? i + 1 : -1;
 	}
 	r->free_head = 0;
+
+	InitLeaseWaiters(reinterpret_cast<char *>(r) + RegistrySize(capacity), b->tranche_id);
 }
 
 void
@@ -267,6 +278,17 @@ Registry *
 SharedRegistry()
 {
 	return block != nullptr ? BlockRegistry(block) : nullptr;
+}
+
+void *
+SharedLeaseWaiters()
+{
+	if (block == nullptr)
+		return nullptr;
+
+	Registry *r = BlockRegistry(block);
+
+	return reinterpret_cast<char *>(r) + RegistrySize(r->capacity);
 }
 
 } /* namespace fence */

@@ -147,4 +147,7 @@ RegistryEntries(Registry *r)
 /* The registry, or nullptr (no block, or not attached yet); never raises. */
 Registry *SharedRegistry();
 
+/* The lease waiters' queue (lease_wait.cpp), after the registry; nullptr without shared memory. */
+void *SharedLeaseWaiters();
+
 } /* namespace fence */

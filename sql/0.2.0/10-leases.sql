@@ -37,13 +37,14 @@ COMMENT ON TABLE fence.leases IS
 -- the owner check, and switch to the table's owner internally around fully
 -- qualified statements (see src/leases.cpp).
 --
-CREATE FUNCTION fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL)
+CREATE FUNCTION fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL,
+                                   wait interval DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'fence_lease_acquire'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER COST 10000;
 
-COMMENT ON FUNCTION fence.lease_acquire(text, interval, text) IS
-'Grants the lease "name" for ttl from now (server clock at the call, not transaction start) to the calling role, records holder, and returns its new fencing token; returns NULL at once, without waiting, while an unexpired lease of that name is held or being acquired by anyone. An expired lease is taken over with a larger token (logged). Raises 22023 for a NULL, empty or over-long name or a ttl that is NULL, not positive or not finite, 25006 during recovery or in a read-only transaction.';
+COMMENT ON FUNCTION fence.lease_acquire(text, interval, text, interval) IS
+'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive or not finite, or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
 
 CREATE FUNCTION fence.lease_renew(name text, token bigint, ttl interval)
 RETURNS boolean

@@ -194,7 +194,7 @@ RunLease(const RunOptions &o)
 {
 	{
 		auto conn = Connect(o.conninfo);
-		CheckExtension(*conn, "fence.lease_acquire(text,interval,text)");
+		CheckExtension(*conn, "fence.lease_acquire(text,interval,text,interval)");
 	}
 	milliseconds        grace = std::min(kMaxGrace, o.ttl / 3);
 	std::mutex          why_mu;

@@ -14,7 +14,7 @@ act3() {
 		return 1
 	fi
 	psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || return 1
-	if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")" = t ]; then
+	if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text,interval)') IS NULL")" = t ]; then
 		echo "act 3: this pg_fence has no leases (fence.lease_acquire); cannot run" >&2
 		return 1
 	fi

@@ -52,19 +52,21 @@ LeasesAvailable()
 	pqxx::connection     c("");
 	pqxx::nontransaction tx(c);
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-	return !Exec1(tx,
-				  "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NULL")[0]
-				.as<bool>();
+	return !Exec1(
+				tx,
+				"SELECT to_regprocedure('fence.lease_acquire(text,interval,text,interval)') IS NULL")
+				[0]
+					.as<bool>();
 }
 
-#define REQUIRE_LEASES()                                                         \
-	do                                                                           \
-	{                                                                            \
-		if (!LeasesAvailable())                                                  \
-		{                                                                        \
-			WARN("skipped: fence.lease_acquire(text,interval,text) is missing"); \
-			return;                                                              \
-		}                                                                        \
+#define REQUIRE_LEASES()                                                                  \
+	do                                                                                    \
+	{                                                                                     \
+		if (!LeasesAvailable())                                                           \
+		{                                                                                 \
+			WARN("skipped: fence.lease_acquire(text,interval,text,interval) is missing"); \
+			return;                                                                       \
+		}                                                                                 \
 	} while (0)
 
 using fence_test::WaitFor;

@@ -203,7 +203,7 @@ is "the killed waiter never ran its command" "$([ -e "$T/waiter-ran" ] && echo r
 
 # --- leases ---------------------------------------------------------------
 if [ "$LEASES" != "t" ]; then
-	echo "ok - # SKIP lease checks: fence.lease_acquire(text,interval,text) not installed"
+	echo "ok - # SKIP lease checks: fence.lease_acquire(text,interval,text,interval) not installed"
 else
 	rm -f "$T/up" "$T/tok"
 	"$PGF" run --lease 1500ms --holder "cli basic holder" lease1 -- sh -c '

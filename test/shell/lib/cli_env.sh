@@ -18,7 +18,7 @@ cli_env_setup() {
 	createdb "$DB" || exit 1
 	export PGDATABASE=$DB
 	psql -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS pg_fence" || exit 1
-	LEASES=$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text)') IS NOT NULL")
+	LEASES=$(psql -X -At -c "SELECT to_regprocedure('fence.lease_acquire(text,interval,text,interval)') IS NOT NULL")
 }
 
 cli_env_cleanup() {

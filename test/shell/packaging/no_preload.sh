@@ -10,7 +10,8 @@
 #   - fence.stats() is one row of NULLs, fence.held_locks() is empty;
 #   - fence.token follows the same transaction rule even when it was SET
 #     before the library was loaded (placeholder);
-#   - the LOG line of a stale write is still written.
+#   - the LOG line of a stale write is still written;
+#   - lease_acquire with wait gets the lease at expiry and after a release.
 # Usage: bash test/shell/packaging/no_preload.sh   (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -104,5 +105,17 @@ check "stale write rejected (FN001)" "ERROR:  FN001" "$out"
 sleep 0.2
 check "LOG line written" "1" \
 	"$(grep -c 'pg_fence: stale write rejected: guard public.np_acct (id)=(1): token 6, current fence 7' "$FENCE_PGLOG" || true)"
+
+# lease_acquire(..., wait) works without a queue in shared memory too (15/16:
+# it looks again at the holder's expiry; 17+: the DSM segment's queue)
+held=$(q -c "SELECT fence.lease_acquire('np-wait', '1 second')")
+got=$(q -c "SELECT fence.lease_acquire('np-wait', '1 hour', 'waiter', '30 seconds') > $held")
+check "a waiting lease_acquire gets the lease at the holder's expiry" "t" "$got"
+q -c "DELETE FROM fence.leases WHERE name = 'np-wait'" >/dev/null
+held=$(q -c "SELECT fence.lease_acquire('np-wait', '1 hour')")
+(sleep 0.5; q -c "SELECT fence.lease_release('np-wait', $held)" >/dev/null) &
+got=$(q -c "SELECT fence.lease_acquire('np-wait', '1 hour', 'waiter', '30 seconds') > $held")
+wait
+check "a waiting lease_acquire gets the lease after a release" "t" "$got"
 
 exit $fail

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_wait.hpp
+ *	  Waiting for a lease in the server (fence.lease_acquire(..., wait)):
+ *	  the queue of waiters in shared memory, and the wake-ups at the end of
+ *	  transactions that changed a lease (src/lease_wait.cpp).
+ *
+ * Every backend that waits for a lease takes one slot of a shared array,
+ * keyed by (database, name hash), with a ticket that orders the waiters of
+ * one name (first come, first served).  Only the head of a name's queue
+ * tries to take the lease and sleeps until the holder's expiry; the others
+ * sleep until they are woken or their wait ends.  Wake-ups:
+ *	 - at the end (commit or abort) of a transaction that changed a lease
+ *	   (acquired, took over, renewed or released it), the head waiter of that
+ *	   name, once the change is visible: a release hands the lease to exactly
+ *	   one waiter, not to every sleeper;
+ *	 - when a waiter leaves the queue (it got the lease, its wait ended, it
+ *	   was cancelled or its session died), the new head, which then takes
+ *	   over the expiry timer.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/lease_wait.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/pg.hpp"
+
+namespace fence {
+
+/* Shared-memory size of the queue, and its set-up (shmem.cpp's block). */
+Size LeaseWaitersSize();
+void InitLeaseWaiters(void *ptr, int tranche_id);
+
+/* The queue key of a lease name in this database. */
+uint64 LeaseWaitKey(uint64 name_hash);
+
+/*
+ * Joins the queue of `key`; returns the slot, or -1 when there is no shared
+ * memory (PostgreSQL 15/16 without the preload) or no free slot.  The
+ * caller must leave it on every path out (PG_FINALLY).
+ */
+int JoinLeaseQueue(uint64 key);
+
+/* Leaves the queue and wakes the name's new head waiter.  Never raises. */
+void LeaveLeaseQueue(int slot);
+
+/* Is the slot the oldest waiter of its name? */
+bool IsLeaseQueueHead(int slot);
+
+/* Wakes the head waiter of `key` when the current transaction ends. */
+void WakeLeaseWaitersAtEnd(uint64 key);
+
+/* The wait event of a waiting lease_acquire (Extension: PgFenceLease on 17+). */
+uint32 LeaseWaitEvent();
+
+} /* namespace fence */
