@@ -135,9 +135,10 @@ install-client: $(CLIENT_LIB) $(CLIENT_SO) $(CLIENT_PC) $(CLIENT_CMAKE)
 	$(INSTALL_DATA) $(CLIENT_CMAKE) '$(DESTDIR)$(CLIENT_CMAKEDIR)/'
 	@$(CLIENT_LDCONFIG)
 
-# 0.1.0 installed the client into the server's directories.  "make install"
-# removes that copy (unless it is this one), whose headers would shadow these
-# where libpqxx's flags name the server's include directory first.
+# Development builds of 0.2.0 installed the client into the server's
+# directories.  "make install" removes that copy (unless it is this one),
+# whose headers would shadow these where libpqxx's flags name the server's
+# include directory first (libpqxx 6's pkg-config file does).
 # install-client alone leaves the server's directories alone.
 .PHONY: remove-old-client
 install: remove-old-client
