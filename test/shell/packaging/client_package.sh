@@ -67,6 +67,9 @@ check "CMake package" "pg_fenceConfig.cmake pg_fenceConfigVersion.cmake" \
 check "nothing outside usr/local" "usr/local" "$(cd "$T/stage" && find . -mindepth 2 -maxdepth 2 | sed 's|^\./||')"
 # The staged .pc names the final prefix, not the staging directory.
 check "staged pg_fence.pc prefix" "prefix=/usr/local" "$(grep '^prefix=' "$S/lib/pkgconfig/pg_fence.pc")"
+# The pg_fence command links the static library: it runs wherever the client is.
+check "pg_fence command does not need the shared client library" "0" \
+	"$(readelf -d src/cli/pg_fence | grep -c 'NEEDED.*libpg_fence_client')"
 mkdir -p "$T/un"
 cp -a "$T/stage/." "$T/un/"
 make -s --no-print-directory uninstall-client DESTDIR="$T/un" >"$T/uninstall.log" 2>&1 ||
