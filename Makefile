@@ -1,7 +1,11 @@
 # Makefile for pg_fence (PGXS)
 #
-# make              build the extension (C++), the client library and the CLI
-# make install      install them (needs write access to the PostgreSQL dirs)
+# make              build the extension (C++), the client library (shared and
+#                   static, with pg_fence.pc and a CMake package) and the CLI
+# make install      install them: the extension and the CLI into the
+#                   PostgreSQL dirs, the client under CLIENT_PREFIX (default
+#                   /usr/local; src/client/client.mk); make install-client
+#                   installs only the client
 # make demo         install missing Debian packages, build, install, and run the
 #                   demo on a throwaway cluster
 # make test         the same, then every test layer on a throwaway cluster
@@ -14,6 +18,10 @@
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
+# Client install directories: CLIENT_PREFIX, CLIENT_LIBDIR, CLIENT_INCLUDEDIR,
+# CLIENT_PKGCONFIGDIR, CLIENT_CMAKEDIR; DESTDIR stages every install.
+# examples/ is built against an installed client (examples/CMakeLists.txt,
+# examples/Makefile), not by this Makefile.
 
 EXTENSION  = pg_fence
 # The version is written once, in the control file.

@@ -25,6 +25,8 @@ packages=(
 	libpq-dev
 	libpqxx-dev                              # C++ client library
 	catch2                                   # C++ tests
+	cmake                                    # examples/, client package tests
+	pkgconf                                  # pkg-config: examples/, tests
 	g++
 	make
 	util-linux                               # runuser

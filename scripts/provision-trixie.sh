@@ -23,9 +23,14 @@
 # and package list; when it matches, nothing is done (not even apt-get
 # update).  The chroot is built in a temporary directory beside DIR and
 # renamed to DIR only once complete, so an interrupted run is never taken for
-# a finished one (its leftovers are removed by the next run).  A chroot whose
-# stamp does not match (the package list changed) is rebuilt from scratch
-# and then replaced.  Concurrent runs wait for each other (flock).
+# a finished one (its leftovers are removed by the next run).  When only the
+# package list changed and the chroot lacks some packages of it, they are
+# installed in place (apt-get update, install, clean) and listed in a second
+# stamp file, the original stamp left as it is: so two checkouts whose lists
+# differ (one adds a package) share one chroot instead of rebuilding it in
+# turn.  A chroot whose stamp differs otherwise (suite, mirror, build
+# version) is rebuilt from scratch and then replaced.  Concurrent runs wait
+# for each other (flock).
 #
 # Inside the chroot: services are never started (policy-rc.d exits 101),
 # Debian's postgresql-common creates no "main" cluster (createcluster.conf),
@@ -111,6 +116,34 @@ done
 if [ -f "$ROOT/$STAMP" ] && [ "$(cat "$ROOT/$STAMP")" = "$(stamp_text)" ]; then
 	echo "$ROOT"
 	exit 0
+fi
+
+# The same recipe with another package list: add what is missing in place.
+# (The stamp's last line is the package list.)
+if [ -f "$ROOT/$STAMP" ] && [ "$(sed '$d' "$ROOT/$STAMP")" = "$(stamp_text | sed '$d')" ]; then
+	missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		echo "$ROOT"
+		exit 0
+	fi
+	say "adding ${missing[*]} to $ROOT"
+	printf '\n=== %s: adding %s\n' "$(date -u +%FT%TZ)" "${missing[*]}" >>"$LOG"
+	if bash "$HERE/in-chroot.sh" "$ROOT" - sh -c '
+			export DEBIAN_FRONTEND=noninteractive
+			apt-get update && apt-get install -y --no-install-recommends \
+				-o Dpkg::Options::=--force-confold "$@"
+			rc=$?
+			apt-get clean && rm -rf /var/lib/apt/lists/* && mkdir -p /var/lib/apt/lists/partial
+			exit $rc' sh "${missing[@]}" >>"$LOG" 2>&1 </dev/null; then
+		printf '%s\n' "${missing[@]}" >>"$ROOT/$STAMP.added"
+		echo "$ROOT"
+		exit 0
+	fi
+	say "could not add them (see $LOG); rebuilding the chroot"
 fi
 
 if [ -e "$ROOT" ] && [ ! -f "$ROOT/$STAMP" ] && [ -n "$(ls -A -- "$ROOT")" ]; then

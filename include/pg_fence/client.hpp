@@ -10,9 +10,10 @@
  *	  fence::LossToken      stop flag for worker loops (loss.hpp)
  *	  fence::fenced_update  write that rejects stale tokens
  *
- * Link with -lpg_fence_client -lpqxx -lpq -lpthread, or use pkg-config
- * (`pkg-config --cflags --libs pg_fence`); see README.md, section "C++
- * client library".
+ * C++17 or later.  Build with CMake (find_package(pg_fence CONFIG), target
+ * pg_fence::client or pg_fence::client_static) or pkg-config (`pkg-config
+ * --cflags --libs pg_fence`); see README.md, section "Building against it",
+ * and examples/.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
