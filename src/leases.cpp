@@ -122,7 +122,7 @@ struct StmtDef
  */
 const StmtDef kStmts[kNumStmts] = {
 	/* kSelect($1 name) */
-	{"SELECT token, expires_at FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
+	{"SELECT token, expires_at, owner FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
 	 1,
 	 {TEXTOID}},
 	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
@@ -298,6 +298,33 @@ ExpiresAt(TimestampTz now, int64 ttl)
 	return result;
 }
 
+/*
+ * After a refused renew or release: was it the lease's holder coming back
+ * too late?  Counts a lease expiration when the lease is still current
+ * under token, has expired by now, and the caller may act on it (the
+ * acquiring role, or admin).  One more index lookup, on refusals only.
+ * Call between LeaseBegin and LeaseEnd.
+ */
+void
+CountIfExpired(Datum name, int64 token, Oid caller, bool admin, TimestampTz now)
+{
+	Datum      values[1] = {name};
+	const char nulls[1] = {' '};
+
+	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) == 0)
+		return;
+
+	HeapTuple   tup = SPI_tuptable->vals[0];
+	TupleDesc   desc = SPI_tuptable->tupdesc;
+	bool        isnull;
+	int64       current = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	TimestampTz expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+	Oid         owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+
+	if (current == token && expires <= now && (owner == caller || admin))
+		StatsCount(StatKind::kLeaseExpirations);
+}
+
 /* May the caller renew or release other roles' leases? */
 bool
 CallerIsAdmin(Oid caller)
@@ -354,7 +381,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
 		LeaseEnd(&call, true);
 		ReportLeaseTakeover(NameCString(name), old_token, token, now - old_expires);
-		StatsCount(StatKind::kAcquired);
+		StatsCount(StatKind::kAcquiredLease);
 		PG_RETURN_INT64(token);
 	}
 
@@ -363,7 +390,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 	SetGrantParams(fcinfo, values, nulls, token, call.caller, now, expires);
 	(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
 	LeaseEnd(&call, true);
-	StatsCount(StatKind::kAcquired);
+	StatsCount(StatKind::kAcquiredLease);
 	PG_RETURN_INT64(token);
 }
 
@@ -395,6 +422,10 @@ LeaseRenew(FunctionCallInfo fcinfo)
 
 	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
+	if (renewed)
+		StatsCount(StatKind::kRenewals);
+	else
+		CountIfExpired(values[0], token, call.caller, DatumGetBool(values[5]), now);
 	LeaseEnd(&call, renewed);
 	PG_RETURN_BOOL(renewed);
 }
@@ -425,6 +456,10 @@ LeaseRelease(FunctionCallInfo fcinfo)
 
 	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
+	if (released)
+		StatsCount(StatKind::kReleases);
+	else
+		CountIfExpired(values[0], token, call.caller, DatumGetBool(values[4]), now);
 	LeaseEnd(&call, released);
 
 	if (released)

@@ -10,14 +10,34 @@
 -- acquiring role, and fenced writes only compare tokens).
 --
 
-CREATE FUNCTION fence.stats(OUT acquired bigint, OUT busy bigint, OUT timeouts bigint,
-                            OUT lease_takeovers bigint, OUT stale_writes_rejected bigint)
+CREATE FUNCTION fence.stats(OUT acquired bigint, OUT acquired_session bigint,
+                            OUT acquired_xact bigint, OUT acquired_lease bigint,
+                            OUT busy bigint, OUT timeouts bigint,
+                            OUT waits bigint, OUT wait_time double precision,
+                            OUT max_wait_time double precision,
+                            OUT renewals bigint, OUT releases bigint,
+                            OUT lease_expirations bigint, OUT lease_takeovers bigint,
+                            OUT stale_writes_rejected bigint, OUT missing_tokens bigint,
+                            OUT stats_reset timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'fence_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.stats() IS
-'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+'Counters of the current database since stats_reset (its first use after server start, or the last fence.stats_reset(); kept in shared memory, so a restart starts them again): grants (acquired = acquired_session + acquired_xact + acquired_lease, re-entrant grants and takeovers included), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), lock and xact_lock calls that found the lock held and waited (waits) and the total and longest time they waited (wait_time, max_wait_time, in milliseconds), lease renewals (renewals), explicit releases (releases: unlock and lease_release that returned true, names freed by unlock_all), renewals and releases refused because the caller''s lease had expired (lease_expirations), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected; FN001 from the guard), guarded writes that presented no token (missing_tokens, FN003). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+
+-- Resetting is for operators: like pg_stat_reset(), not for PUBLIC.
+-- Superusers may always call it; grant fence_admin to whoever else may.
+CREATE FUNCTION fence.stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'fence_stats_reset'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION fence.stats_reset() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fence.stats_reset() TO fence_admin;
+
+COMMENT ON FUNCTION fence.stats_reset() IS
+'Sets every counter of fence.stats() for the current database to zero and its stats_reset to now. Only superusers and members of fence_admin may call it (42501 otherwise). Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries) it does nothing and raises a NOTICE with a hint.';
 
 CREATE FUNCTION fence.held_locks(OUT pid integer, OUT key bigint, OUT name text,
                                  OUT token bigint, OUT kind text,
