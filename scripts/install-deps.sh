@@ -31,6 +31,9 @@ packages=(
 	make
 	util-linux                               # runuser
 	procps                                   # ps/pkill used by tests
+	prometheus-postgres-exporter             # test/shell/observability: the shipped exporter config, for real
+	curl                                     # ... to scrape it
+	python3-yaml                             # ... and to compare the two exporter configs
 )
 
 print_only=false
@@ -100,6 +103,15 @@ if printf '%s\n' "${missing[@]}" | grep -qx redis-server; then
 		$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
 	elif [ -x /etc/init.d/redis-server ]; then
 		$SUDO /etc/init.d/redis-server stop >/dev/null 2>&1 || true
+	fi
+fi
+# Likewise prometheus-postgres-exporter's package enables a system exporter
+# on port 9187; the tests start their own on a free loopback port.
+if printf '%s\n' "${missing[@]}" | grep -qx prometheus-postgres-exporter; then
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$SUDO systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/prometheus-postgres-exporter ]; then
+		$SUDO /etc/init.d/prometheus-postgres-exporter stop >/dev/null 2>&1 || true
 	fi
 fi
 echo "pg_fence: packages installed" >&2

@@ -381,6 +381,8 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 		TokenSettingState setting;
 
 		if (!TokenPresentedByWrite(&token, &setting))
+		{
+			StatsCount(StatKind::kMissingTokens);
 			ereport(
 				ERROR,
 				(errcode(ERRCODE_FENCE_NO_TOKEN),
@@ -395,6 +397,7 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 				 errhint(
 					 "Put the token into the fence column \"%s\" of the new row, or run SET LOCAL fence.token = <token> in the same transaction.",
 					 td->tg_trigger->tgargs[0])));
+		}
 		stamp = true;
 	}
 

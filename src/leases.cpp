@@ -125,7 +125,7 @@ struct StmtDef
  */
 const StmtDef kStmts[kNumStmts] = {
 	/* kSelect($1 name) */
-	{"SELECT token, expires_at FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
+	{"SELECT token, expires_at, owner FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
 	 1,
 	 {TEXTOID}},
 	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
@@ -301,6 +301,33 @@ ExpiresAt(TimestampTz now, int64 ttl)
 	return result;
 }
 
+/*
+ * After a refused renew or release: was it the lease's holder coming back
+ * too late?  Counts a lease expiration when the lease is still current
+ * under token, has expired by now, and the caller may act on it (the
+ * acquiring role, or admin).  One more index lookup, on refusals only.
+ * Call between LeaseBegin and LeaseEnd.
+ */
+void
+CountIfExpired(Datum name, int64 token, Oid caller, bool admin, TimestampTz now)
+{
+	Datum      values[1] = {name};
+	const char nulls[1] = {' '};
+
+	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) == 0)
+		return;
+
+	HeapTuple   tup = SPI_tuptable->vals[0];
+	TupleDesc   desc = SPI_tuptable->tupdesc;
+	bool        isnull;
+	int64       current = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	TimestampTz expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+	Oid         owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+
+	if (current == token && expires <= now && (owner == caller || admin))
+		StatsCount(StatKind::kLeaseExpirations);
+}
+
 /* May the caller renew or release other roles' leases? */
 bool
 CallerIsAdmin(Oid caller)
@@ -364,7 +391,7 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, Times
 		LeaseEnd(&call, true);
 	}
 	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
-	StatsCount(StatKind::kAcquired);
+	StatsCount(StatKind::kAcquiredLease);
 	return Attempt::kGranted;
 }
 
@@ -387,6 +414,8 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 	TimestampTz     deadline = ExpiresAt(GetCurrentTimestamp(), wait);
 	volatile int    slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
 	volatile int64  result = 0;
+	volatile bool   waited = false; /* slept at least once: a wait for fence.stats() */
+	TimestampTz     started = GetCurrentTimestamp();
 	int64           backoff = 10 * 1000; /* us, without a queue */
 
 	PG_TRY();
@@ -429,6 +458,7 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 
 			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
 
+			waited = true;
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
 							 LeaseWaitEvent());
 			CHECK_FOR_INTERRUPTS();
@@ -437,6 +467,8 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 	PG_FINALLY();
 	{
 		LeaveLeaseQueue(slot);
+		if (waited)
+			StatsCountWait(GetCurrentTimestamp() - started);
 	}
 	PG_END_TRY();
 	return result;
@@ -501,6 +533,10 @@ LeaseRenew(FunctionCallInfo fcinfo)
 
 	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
+	if (renewed)
+		StatsCount(StatKind::kRenewals);
+	else
+		CountIfExpired(values[0], token, call.caller, DatumGetBool(values[5]), now);
 	LeaseEnd(&call, renewed);
 	if (renewed)
 		WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name))); /* the head's timer moves */
@@ -533,6 +569,10 @@ LeaseRelease(FunctionCallInfo fcinfo)
 
 	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
+	if (released)
+		StatsCount(StatKind::kReleases);
+	else
+		CountIfExpired(values[0], token, call.caller, DatumGetBool(values[4]), now);
 	LeaseEnd(&call, released);
 	if (released)
 		WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name))); /* hand it to the head waiter */

@@ -43,6 +43,18 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 
 	if (wait_event == 0)
 		wait_event = compat::CustomWaitEvent(kLockWaitEvent);
+
+	/*
+	 * Free (or already ours)?  Then there is no wait to count.  A request
+	 * that does not wait still queues behind waiters (the lock manager checks
+	 * the wait mask first), so this changes no one's turn.
+	 */
+	res = LockAcquire(tag, ExclusiveLock, session, true);
+	if (res != LOCKACQUIRE_NOT_AVAIL)
+		return res;
+
+	const TimestampTz wait_start = GetCurrentTimestamp();
+
 	if (ours)
 		LockTimeout = (int) wait_ms;
 
@@ -61,6 +73,7 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 		if (compat::HoldsLock(tag, ExclusiveLock))
 			LockRelease(tag, ExclusiveLock, session);
 		MemoryContextSwitchTo(oldcxt);
+		StatsCountWait(GetCurrentTimestamp() - wait_start);
 
 		ErrorData *edata = CopyErrorData();
 
@@ -85,6 +98,7 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 	PG_END_TRY();
 
 	LockTimeout = saved_timeout;
+	StatsCountWait(GetCurrentTimestamp() - wait_start);
 	return res;
 }
 

@@ -300,7 +300,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 			PushXactHold(lock);
 			lock->xact_holds++;
 		}
-		StatsCount(StatKind::kAcquired);
+		StatsCount(session ? StatKind::kAcquiredSession : StatKind::kAcquiredXact);
 		*token = lock->token;
 		return true;
 	}
@@ -377,7 +377,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 	}
 	PG_END_TRY();
 
-	StatsCount(StatKind::kAcquired);
+	StatsCount(session ? StatKind::kAcquiredSession : StatKind::kAcquiredXact);
 	return true;
 }
 
@@ -411,6 +411,7 @@ ReleaseLock(NameArg name, int64 token)
 			RecordKind(lock); /* transaction holds remain */
 		ForgetIfUnheld(lock);
 	}
+	StatsCount(StatKind::kReleases);
 	return true;
 }
 
@@ -445,6 +446,7 @@ ReleaseAllSessionLocks()
 			RecordKind(lock); /* transaction holds remain */
 		ForgetIfUnheld(lock); /* removing the current entry is allowed */
 	}
+	StatsCountN(StatKind::kReleases, (uint64) released);
 	return released;
 }
 

@@ -77,7 +77,12 @@ HeldLocks(FunctionCallInfo fcinfo)
 	return (Datum) 0;
 }
 
-/* fence.stats(): one row, this database's counters (NULLs without shmem). */
+/*
+ * fence.stats(): one row, this database's counters (NULLs without shmem).
+ * Columns: acquired (the sum of the three kinds), then one per StatKind in
+ * its order, the wait times in milliseconds (double precision, as
+ * pg_stat_database's times), and stats_reset.
+ */
 Datum
 Stats(FunctionCallInfo fcinfo)
 {
@@ -88,19 +93,48 @@ Stats(FunctionCallInfo fcinfo)
 	tupdesc = BlessTupleDesc(tupdesc);
 
 	constexpr int n = (int) StatKind::kCount;
+	constexpr int ncols = 1 + n + 1;
 	uint64        counters[n];
-	Datum         values[n];
-	bool          nulls[n];
-	bool          available = StatsRead(MyDatabaseId, counters);
+	TimestampTz   reset_at;
+	Datum         values[ncols];
+	bool          nulls[ncols];
+	bool          available = StatsRead(MyDatabaseId, counters, &reset_at);
 
+	if (tupdesc->natts != ncols)
+		elog(ERROR, "fence.stats() is declared with %d columns, the library has %d", tupdesc->natts,
+			 ncols);
 	NoticeIfNoSharedMemory("fence.stats() counts nothing");
 
-	for (int c = 0; c < n; c++)
+	for (int c = 0; c < ncols; c++)
 	{
-		values[c] = available ? Int64GetDatum((int64) counters[c]) : (Datum) 0;
+		values[c] = (Datum) 0;
 		nulls[c] = !available;
 	}
+	if (!available)
+		return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+
+	values[0] = Int64GetDatum((int64) (counters[(int) StatKind::kAcquiredSession] +
+									   counters[(int) StatKind::kAcquiredXact] +
+									   counters[(int) StatKind::kAcquiredLease]));
+	for (int c = 0; c < n; c++)
+	{
+		if (c == (int) StatKind::kWaitTimeUsecs || c == (int) StatKind::kMaxWaitUsecs)
+			values[1 + c] = Float8GetDatum((double) counters[c] / 1000.0);
+		else
+			values[1 + c] = Int64GetDatum((int64) counters[c]);
+	}
+	values[ncols - 1] = TimestampTzGetDatum(reset_at);
+	nulls[ncols - 1] = reset_at == 0;
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+/* fence.stats_reset(): zero this database's counters. */
+Datum
+StatsResetEntry(FunctionCallInfo fcinfo)
+{
+	if (!StatsReset())
+		NoticeIfNoSharedMemory("fence.stats_reset() has no counters to reset");
+	PG_RETURN_VOID();
 }
 
 /* fence.shared_memory(): where the shared block lives. */
@@ -141,14 +175,30 @@ FENCE_SQL_FUNCTION(fence_held_locks)
 }
 
 /*
- * fence.stats() RETURNS TABLE(acquired bigint, busy bigint, timeouts bigint,
- *		lease_takeovers bigint, stale_writes_rejected bigint)
- *	 This database's counters since server start; one row of NULLs without
- *	 shared_preload_libraries.  Takes no locks.
+ * fence.stats() RETURNS TABLE(acquired bigint, acquired_session bigint,
+ *		acquired_xact bigint, acquired_lease bigint, busy bigint, timeouts bigint,
+ *		waits bigint, wait_time double precision, max_wait_time double precision,
+ *		renewals bigint, releases bigint, lease_expirations bigint,
+ *		lease_takeovers bigint, stale_writes_rejected bigint,
+ *		missing_tokens bigint, stats_reset timestamptz)
+ *	 This database's counters since it began counting (first use after server
+ *	 start, or fence.stats_reset()); wait times in milliseconds.  One row of
+ *	 NULLs without shared memory (15/16 without the preload).  Takes no locks.
  */
 FENCE_SQL_FUNCTION(fence_stats)
 {
 	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::Stats(fc); });
+}
+
+/*
+ * fence.stats_reset() RETURNS void
+ *	 Zeroes this database's counters and sets stats_reset to now.  EXECUTE is
+ *	 granted to fence_admin only (superusers may always call it); without
+ *	 shared memory it raises a NOTICE and does nothing.  Takes no locks.
+ */
+FENCE_SQL_FUNCTION(fence_stats_reset)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::StatsResetEntry(fc); });
 }
 
 /*

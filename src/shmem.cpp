@@ -119,6 +119,7 @@ InitBlock(SharedBlock *b, int capacity)
 		db->token_ceiling_lsn = InvalidXLogRecPtr;
 		for (int c = 0; c < (int) StatKind::kCount; c++)
 			pg_atomic_init_u64(&db->counters[c], 0);
+		pg_atomic_init_u64(&db->stats_reset, 0);
 	}
 
 	Registry *r = BlockRegistry(b);
@@ -250,9 +251,14 @@ MyDbShared()
 		{
 			uint32 expected = 0;
 
-			owner = pg_atomic_compare_exchange_u32(&db->dboid, &expected, MyDatabaseId)
-						? MyDatabaseId
-						: expected;
+			if (pg_atomic_compare_exchange_u32(&db->dboid, &expected, MyDatabaseId))
+			{
+				/* fence.stats() counts for this database from now on */
+				pg_atomic_write_u64(&db->stats_reset, (uint64) GetCurrentTimestamp());
+				owner = MyDatabaseId;
+			}
+			else
+				owner = expected;
 		}
 		if (owner == MyDatabaseId)
 		{

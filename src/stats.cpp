@@ -134,8 +134,9 @@ RegistryCleanup(int code, Datum arg)
 } /* namespace */
 
 bool
-StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount])
+StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount], TimestampTz *stats_reset)
 {
+	*stats_reset = 0;
 	if (!AttachShared())
 		return false;
 
@@ -143,6 +144,8 @@ StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount])
 
 	for (int c = 0; c < (int) StatKind::kCount; c++)
 		counters[c] = db != nullptr ? pg_atomic_read_u64(&db->counters[c]) : 0;
+	if (db != nullptr)
+		*stats_reset = (TimestampTz) pg_atomic_read_u64(&db->stats_reset);
 	return true;
 }
 
@@ -197,10 +200,56 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 void
 StatsCount(StatKind kind)
 {
+	StatsCountN(kind, 1);
+}
+
+void
+StatsCountN(StatKind kind, uint64 n)
+{
 	DbShared *db = MyDbShared();
 
-	if (db != nullptr)
-		pg_atomic_fetch_add_u64(&db->counters[(int) kind], 1);
+	if (db != nullptr && n > 0)
+		pg_atomic_fetch_add_u64(&db->counters[(int) kind], n);
+}
+
+void
+StatsCountWait(int64 usecs)
+{
+	DbShared *db = MyDbShared();
+
+	if (db == nullptr)
+		return;
+
+	uint64            waited = (uint64) Max(usecs, (int64) 0);
+	pg_atomic_uint64 *max = &db->counters[(int) StatKind::kMaxWaitUsecs];
+	uint64            seen = pg_atomic_read_u64(max);
+
+	pg_atomic_fetch_add_u64(&db->counters[(int) StatKind::kWaits], 1);
+	pg_atomic_fetch_add_u64(&db->counters[(int) StatKind::kWaitTimeUsecs], waited);
+	/* raise the maximum unless another backend raised it past ours */
+	while (waited > seen && !pg_atomic_compare_exchange_u64(max, &seen, waited))
+		;
+}
+
+bool
+StatsReset()
+{
+	if (!AttachShared())
+		return false;
+
+	DbShared *db = MyDbShared();
+
+	if (db == nullptr)
+		return true; /* no share (all taken): nothing is counted to reset */
+
+	/*
+	 * Counter by counter, like pg_stat_reset(): an event counted while the
+	 * reset runs lands before or after it, never half in a counter.
+	 */
+	for (int c = 0; c < (int) StatKind::kCount; c++)
+		pg_atomic_write_u64(&db->counters[c], 0);
+	pg_atomic_write_u64(&db->stats_reset, (uint64) GetCurrentTimestamp());
+	return true;
 }
 
 void

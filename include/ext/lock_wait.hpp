@@ -28,6 +28,10 @@ namespace fence {
  * On 17+ the wait shows in pg_stat_activity as wait event "Extension:
  * PgFenceLock" (compat::BeginCustomWait).
  *
+ * It first asks without waiting; only a lock that is busy then is waited
+ * for, and that wait is counted in fence.stats() (waits, wait_time,
+ * max_wait_time), however it ends.
+ *
  * No GUC the caller can see changes: the lock manager reads the C variable
  * LockTimeout when it starts to sleep, so set it for the duration of the call
  * and restore it on every path.  A shorter lock_timeout of the caller's still

@@ -27,8 +27,12 @@
 
 namespace fence {
 
-/* Counters of database dbid since server start; false without shared memory. */
-bool StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount]);
+/*
+ * Counters of database dbid since it began counting (its first use after
+ * server start, or fence.stats_reset()), and that time in *stats_reset (0
+ * when it has not begun); false without shared memory.
+ */
+bool StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount], TimestampTz *stats_reset);
 
 /* One registry entry, copied out of shared memory (palloc'd name). */
 struct RegisteredLock

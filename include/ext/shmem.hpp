@@ -68,6 +68,7 @@ struct DbShared
 
 	/* counters of fence.stats() (stats.cpp) */
 	pg_atomic_uint64 counters[(int) StatKind::kCount];
+	pg_atomic_uint64 stats_reset; /* TimestampTz counting began; 0: not yet */
 };
 
 /* Where the shared block lives in this server. */

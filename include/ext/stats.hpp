@@ -17,18 +17,47 @@
 
 namespace fence {
 
+/*
+ * The counters of fence.stats(), in its column order (observability.cpp
+ * maps them to columns).  Every one only ever grows until
+ * fence.stats_reset() or a server restart (shared memory).
+ */
 enum class StatKind
 {
-	kAcquired,       /* grants of locks and leases */
-	kBusy,           /* try_* / lease_acquire that found it held */
-	kTimeouts,       /* lock / xact_lock that timed out */
-	kLeaseTakeovers, /* expired leases taken over */
-	kStaleWrites,    /* writes rejected for a stale token */
+	kAcquiredSession,  /* grants of session locks (re-entrant ones included) */
+	kAcquiredXact,     /* grants of transaction locks (re-entrant ones included) */
+	kAcquiredLease,    /* lease grants (takeovers included) */
+	kBusy,             /* try_* / lease_acquire that found it held */
+	kTimeouts,         /* lock / xact_lock that timed out */
+	kWaits,            /* lock / xact_lock / lease_acquire(wait) that found it held and waited */
+	kWaitTimeUsecs,    /* total time those waits took, in microseconds */
+	kMaxWaitUsecs,     /* the longest of them (a maximum, not a sum) */
+	kRenewals,         /* lease_renew that returned true */
+	kReleases,         /* unlock / lease_release true, names freed by unlock_all */
+	kLeaseExpirations, /* lease_renew / lease_release by a holder too late */
+	kLeaseTakeovers,   /* expired leases taken over */
+	kStaleWrites,      /* writes rejected for a stale token (FN001 and friends) */
+	kMissingTokens,    /* guarded writes that presented no token (FN003) */
 	kCount
 };
 
 /* Count one event (no-op without shared memory). */
 void StatsCount(StatKind kind);
+
+/* Count n events at once (unlock_all). */
+void StatsCountN(StatKind kind, uint64 n);
+
+/*
+ * A wait for a lock ended (granted or not) after usecs microseconds: counts
+ * it in kWaits, kWaitTimeUsecs and kMaxWaitUsecs.  Never raises.
+ */
+void StatsCountWait(int64 usecs);
+
+/*
+ * Zero this database's counters and set its stats_reset time to now
+ * (fence.stats_reset()).  Returns false without shared memory.
+ */
+bool StatsReset();
 
 /*
  * Record that this backend now holds name (first hold) under token;

@@ -10,14 +10,34 @@
 -- acquiring role, and fenced writes only compare tokens).
 --
 
-CREATE FUNCTION fence.stats(OUT acquired bigint, OUT busy bigint, OUT timeouts bigint,
-                            OUT lease_takeovers bigint, OUT stale_writes_rejected bigint)
+CREATE FUNCTION fence.stats(OUT acquired bigint, OUT acquired_session bigint,
+                            OUT acquired_xact bigint, OUT acquired_lease bigint,
+                            OUT busy bigint, OUT timeouts bigint,
+                            OUT waits bigint, OUT wait_time double precision,
+                            OUT max_wait_time double precision,
+                            OUT renewals bigint, OUT releases bigint,
+                            OUT lease_expirations bigint, OUT lease_takeovers bigint,
+                            OUT stale_writes_rejected bigint, OUT missing_tokens bigint,
+                            OUT stats_reset timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'fence_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.stats() IS
-'Counters of the current database since server start: lock and lease grants (acquired), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+'Counters of the current database since stats_reset (its first use after server start, or the last fence.stats_reset(); kept in shared memory, so a restart starts them again): grants (acquired = acquired_session + acquired_xact + acquired_lease, re-entrant grants and takeovers included), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), lock and xact_lock calls that found the lock held and waited, and lease_acquire calls with wait that slept (waits) and the total and longest time they waited (wait_time, max_wait_time, in milliseconds), lease renewals (renewals), explicit releases (releases: unlock and lease_release that returned true, names freed by unlock_all), renewals and releases refused because the caller''s lease had expired (lease_expirations), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected; FN001 from the guard), guarded writes that presented no token (missing_tokens, FN003). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+
+-- Resetting is for operators: like pg_stat_reset(), not for PUBLIC.
+-- Superusers may always call it; grant fence_admin to whoever else may.
+CREATE FUNCTION fence.stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'fence_stats_reset'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION fence.stats_reset() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fence.stats_reset() TO fence_admin;
+
+COMMENT ON FUNCTION fence.stats_reset() IS
+'Sets every counter of fence.stats() for the current database to zero and its stats_reset to now. Only superusers and members of fence_admin may call it (42501 otherwise). Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries) it does nothing and raises a NOTICE with a hint.';
 
 CREATE FUNCTION fence.held_locks(OUT pid integer, OUT key bigint, OUT name text,
                                  OUT token bigint, OUT kind text,
@@ -46,10 +66,11 @@ COMMENT ON FUNCTION fence.lock_tag_class() IS
 -- in this database), so a lock is shown exactly while the lock manager
 -- holds it; name, kind, token and granted_at come from the registry and are
 -- NULL when it has no entry (no shared memory, see fence.shared_memory(), or
--- the registry full).
+-- the registry full).  Waiters and how long the first of them has waited
+-- come from the same pg_locks rows (waitstart: when the wait began).
 CREATE VIEW fence.locks AS
 WITH tags AS (
-    SELECT l.pid, l.granted,
+    SELECT l.pid, l.granted, l.waitstart,
            (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
                OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
       FROM pg_catalog.pg_locks AS l
@@ -61,7 +82,9 @@ WITH tags AS (
 ), counted AS (
     SELECT t.pid, t.granted, t.key,
            pg_catalog.count(*) FILTER (WHERE NOT t.granted)
-               OVER (PARTITION BY t.key) AS waiters
+               OVER (PARTITION BY t.key) AS waiters,
+           pg_catalog.min(t.waitstart) FILTER (WHERE NOT t.granted)
+               OVER (PARTITION BY t.key) AS first_wait
       FROM tags AS t
 )
 SELECT r.name, r.kind, r.token, c.pid,
@@ -69,7 +92,8 @@ SELECT r.name, r.kind, r.token, c.pid,
        r.granted_at,
        NULL::timestamptz AS expires_at,
        NULL::boolean AS expired,
-       c.waiters::integer AS waiters
+       c.waiters::integer AS waiters,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) c.first_wait AS longest_wait
   FROM counted AS c
   LEFT JOIN fence.held_locks() AS r
          ON r.pid OPERATOR(pg_catalog.=) c.pid AND r.key OPERATOR(pg_catalog.=) c.key
@@ -79,13 +103,46 @@ UNION ALL
 SELECT le.name, 'lease'::text, le.token, NULL::integer,
        le.holder, le.granted_at, le.expires_at,
        le.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),
-       0
+       0, NULL::interval
   FROM fence.leases AS le;
 
 COMMENT ON VIEW fence.locks IS
-'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases). Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
+'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases), longest_wait (how long the first of them has waited; NULL when none waits, and for leases). Each waiter is a row of fence.waiters. Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
 
 GRANT SELECT ON fence.locks TO PUBLIC;
+
+-- One row per backend waiting for a connection-bound lock in this
+-- database, with how long it has waited (pg_locks.waitstart, set by the
+-- lock manager when the wait began; NULL for the first instants of a wait)
+-- and who holds the lock.  The name comes from the holder's registry entry
+-- (a waiter has none): NULL when no holder is registered.
+CREATE VIEW fence.waiters AS
+WITH tags AS (
+    SELECT l.pid, l.granted, l.waitstart,
+           (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+               OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
+      FROM pg_catalog.pg_locks AS l
+     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+       AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
+       AND l.database OPERATOR(pg_catalog.=)
+           (SELECT d.oid FROM pg_catalog.pg_database AS d
+             WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+)
+SELECT r.name, w.pid, a.application_name,
+       w.waitstart AS wait_started,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) w.waitstart AS waited,
+       h.pid AS holder_pid
+  FROM tags AS w
+  LEFT JOIN tags AS h ON h.key OPERATOR(pg_catalog.=) w.key AND h.granted
+  LEFT JOIN fence.held_locks() AS r
+         ON r.pid OPERATOR(pg_catalog.=) h.pid AND r.key OPERATOR(pg_catalog.=) h.key
+  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) w.pid
+ WHERE NOT w.granted;
+
+COMMENT ON VIEW fence.waiters IS
+'pg_fence: one row per backend waiting for a connection-bound lock (fence.lock, fence.xact_lock) in this database: name (from the holder''s entry in the registry; NULL without shared memory or when no holder is registered), pid and application_name of the waiting backend, wait_started (pg_locks.waitstart; NULL for the first instants of a wait), waited (how long it has waited so far), holder_pid (the backend holding the lock; NULL for a prepared transaction).';
+
+GRANT SELECT ON fence.waiters TO PUBLIC;
 
 CREATE FUNCTION fence.shared_memory()
 RETURNS text

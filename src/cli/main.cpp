@@ -7,7 +7,8 @@
  *
  *	  pg_fence run [--lease TTL | --session] [--wait DURATION] [--holder TEXT]
  *	               [--dbname CONNINFO] NAME -- COMMAND [ARGS...]
- *	  pg_fence status [--dbname CONNINFO] [NAME]
+ *	  pg_fence status [--dbname CONNINFO] [--watch [--interval DURATION]
+ *	                  [--count N]] [NAME]
  *
  * How "run" keeps the rule "nothing runs unlocked":
  *  - the lock is taken before the command starts, and released only after
@@ -75,6 +76,7 @@ const char kUsage[] =
 	"Usage:\n"
 	"  pg_fence run [OPTION]... NAME -- COMMAND [ARG]...\n"
 	"  pg_fence status [--dbname CONNINFO] [NAME]\n"
+	"  pg_fence status --watch [--interval DURATION] [--count N] [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence --help | --version\n"
 	"\n"
 	"Options for run:\n"
@@ -84,6 +86,11 @@ const char kUsage[] =
 	"  --holder TEXT        holder shown in fence.locks (default: HOST:PID)\n"
 	"  -d, --dbname CONNINFO  database name or libpq connection string/URI\n"
 	"                       (default: libpq defaults, PG* environment variables)\n"
+	"Options for status:\n"
+	"  -w, --watch          redraw every --interval, like top: held locks and leases,\n"
+	"                       waiters and how long they have waited, the counters\n"
+	"  -n, --interval DURATION  time between frames (default 2s)\n"
+	"  -c, --count N        stop after N frames (default: until interrupted)\n"
 	"Durations: a positive number with a unit, ms, s, m or h (500ms, 30s, 2m, 1h;\n"
 	"no unit: seconds).\n"
 	"\n"

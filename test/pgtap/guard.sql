@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(63);
+SELECT plan(73);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name', 'name[]']);
@@ -70,8 +70,26 @@ SELECT ok(obj_description('fence.advance(text, bigint)'::regprocedure, 'pg_proc'
 -- fence.locks: readable by everyone
 SELECT has_view('fence', 'locks', 'fence.locks exists');
 SELECT columns_are('fence', 'locks', ARRAY['name', 'kind', 'token', 'pid', 'holder',
-                   'granted_at', 'expires_at', 'expired', 'waiters']);
+                   'granted_at', 'expires_at', 'expired', 'waiters', 'longest_wait']);
 SELECT table_privs_are('fence', 'locks', 'public', ARRAY['SELECT']);
+
+-- fence.waiters: one row per waiter, readable by everyone
+SELECT has_view('fence', 'waiters', 'fence.waiters exists');
+SELECT columns_are('fence', 'waiters', ARRAY['name', 'pid', 'application_name',
+                   'wait_started', 'waited', 'holder_pid']);
+SELECT col_type_is('fence', 'waiters', 'waited', 'interval', 'waiters.waited is an interval');
+SELECT table_privs_are('fence', 'waiters', 'public', ARRAY['SELECT']);
+
+-- fence.stats_reset(): superusers and fence_admin only, like pg_stat_reset()
+SELECT has_function('fence', 'stats_reset', ARRAY[]::name[]);
+SELECT function_returns('fence', 'stats_reset', ARRAY[]::name[], 'void');
+SELECT isnt_definer('fence', 'stats_reset', ARRAY[]::name[]);
+SELECT function_privs_are('fence', 'stats_reset', ARRAY[]::name[], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('fence', 'stats_reset', ARRAY[]::name[], 'fence_admin', ARRAY['EXECUTE']);
+SELECT throws_ok('SET LOCAL ROLE pg_monitor; SELECT fence.stats_reset()', '42501',
+                 'permission denied for function stats_reset',
+                 'stats_reset by a role without fence_admin: 42501');
+RESET ROLE;
 
 -- fence.lock_tag_class(): the view's tag class, from C (lock_tag.hpp)
 SELECT has_function('fence', 'lock_tag_class', ARRAY[]::name[]);

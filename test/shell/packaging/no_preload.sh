@@ -55,21 +55,30 @@ out=$(PGAPPNAME=np_holder q -c "SELECT fence.try_lock('np-a') IS NOT NULL" \
              sum(waiters), count(expires_at)
         FROM fence.locks WHERE kind IS DISTINCT FROM 'lease'" \
   -c "SELECT count(*) FROM fence.held_locks()" \
-  -c "SELECT row(s.*)::text FROM fence.stats() s" 2>/dev/null)
+  -c "SELECT row(s.acquired, s.acquired_session, s.busy, s.waits, s.stats_reset IS NOT NULL)::text
+        FROM fence.stats() s" 2>/dev/null)
 if [ "$version" -ge 170000 ]; then
 	check "17+: locks granted, view shows them with names, stats count" \
 	"t
 t
 2|2|2|2|2|t|t|0|0
 2
-(2,0,0,0,0)" "$out"
+(2,2,0,0,t)" "$out"
+	check "17+: fence.stats_reset() zeroes the counters in the DSM segment" "(0,0,t)" \
+		"$(q -c 'SELECT fence.stats_reset()' \
+			-c "SELECT row(s.acquired, s.releases, s.stats_reset > now() - interval '1 minute')::text
+			      FROM fence.stats() s" |
+			tail -1)"
 else
 	check "15/16: locks granted, view shows them without names, stats NULL" \
 	"t
 t
 2|0|0|0|0|t|t|0|0
 0
-(,,,,)" "$out"
+(,,,,f)" "$out"
+	check "15/16: fence.stats_reset() does nothing and says why" \
+		"NOTICE:  pg_fence is not in shared_preload_libraries: fence.stats_reset() has no counters to reset|$hint" \
+		"$(q -c 'SELECT fence.stats_reset()' 2>&1 >/dev/null | grep -E '^(NOTICE|HINT):' | paste -sd'|')"
 fi
 
 # after the session ends, nothing is left
