@@ -21,8 +21,9 @@
  * fence rule (fence_rule.hpp), with equal tokens allowed: the token is not
  * lower than the row's current fence, or the fence is NULL.  A lower token
  * raises FN001, none FN003, and a token this database never issued FN004
- * (RequireIssuedToken, issued_token.hpp, checked before the fence rule).  fence.fenced_update sets fence = token WHERE fence < token, so the
- * rows it changes present a higher token and pass.  The trigger runs once
+ * (RequireIssuedToken, issued_token.hpp, checked before the fence rule).
+ * fence.fenced_update sets fence = token WHERE fence < token, so the rows
+ * it changes present a higher token and pass.  The trigger runs once
  * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
  * UPDATE, MERGE) are checked row by row.
  *
