@@ -140,4 +140,6 @@ pair() {
 }
 
 pair "try_lock+unlock, random names" lock_f lock_p 0.95
+# fu_f presents token 1000: make sure it was issued (FN004 refuses it otherwise)
+q -c "SELECT count(fence.unlock('bench-tokens', fence.try_lock('bench-tokens'))) FROM generate_series(1, 1000)" >/dev/null
 pair "fenced_update vs UPDATE" fu_f fu_p 0.90

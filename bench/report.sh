@@ -71,7 +71,7 @@ mem_growth_limit_kb=1024
 			}
 		}' "$OUT/sysnames.tsv" "$OUT/sysskip.tsv" "$OUT/throughput.tsv" "$OUT/rows.tsv"
 	echo
-	echo "![throughput against clients](results.svg)"
+	echo "![throughput against clients]($(basename "$SVG"))"
 	echo
 	echo "## Scale"
 	echo

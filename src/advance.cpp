@@ -27,6 +27,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/fence_rule.hpp"
+#include "ext/issued_token.hpp"
 #include "ext/stats.hpp"
 
 extern "C" {
@@ -59,11 +60,14 @@ Advance(FunctionCallInfo fcinfo)
 {
 	NameArg resource = GetNameArg(fcinfo, 0, "resource");
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
-	text   *name = cstring_to_text_with_len(resource.data, resource.len);
-	Oid     types[2] = {TEXTOID, INT8OID};
-	Datum   values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
-	bool    applied;
-	int64   stored = 0;
+
+	RequireIssuedToken(token, "fence.advance");
+
+	text *name = cstring_to_text_with_len(resource.data, resource.len);
+	Oid   types[2] = {TEXTOID, INT8OID};
+	Datum values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
+	bool  applied;
+	int64 stored = 0;
 
 	SPI_connect();
 
@@ -103,7 +107,8 @@ Advance(FunctionCallInfo fcinfo)
  *	 True (and stores token) iff token >= the resource's stored token (or the
  *	 resource is new); false if stale.  Takes: the resource's row lock in
  *	 fence.resources.  Errors: 22023 for a NULL/empty/over-long resource or
- *	 NULL token; 25006 in a read-only transaction.
+ *	 NULL token; FN004 for a token this database never issued
+ *	 (issued_token.hpp); 25006 in a read-only transaction.
  */
 FENCE_SQL_FUNCTION(fence_advance)
 {

@@ -6,19 +6,24 @@
  *
  *	  fence.fenced_update(rel regclass, key jsonb, token bigint, changes jsonb,
  *						  fence_column name DEFAULT 'fence',
- *						  allow_equal boolean DEFAULT false) RETURNS boolean
+ *						  allow_equal boolean DEFAULT false,
+ *						  expect_fence bigint DEFAULT NULL) RETURNS boolean
  *
+ * refuses a token this database never issued (FN004, issued_token.hpp) and
  * runs, as the caller (SECURITY INVOKER: privileges and row-level security
  * apply), the one statement
  *
  *	  UPDATE rel SET <changes>, fence_column = token
  *	   WHERE <key> AND fence_column < token		(<= with allow_equal)
+ *		 [AND fence_column = expect_fence]		(with expect_fence)
  *
- * (its last condition is the fence rule, include/ext/fence_rule.hpp)
+ * (its fence condition is the fence rule, include/ext/fence_rule.hpp)
  * with the token also presented to guard triggers for the duration of the
  * UPDATE (PushPresentedToken; see RunUpdate),
  * and returns true if it updated the row, false if the row exists but its
- * fence is too high (a stale token: reported through ReportStaleWrite).  It
+ * fence is too high (a stale token: reported through ReportStaleWrite) or,
+ * with expect_fence, its fence accepts the token but is no longer the one
+ * the caller read (a lost race: its own LOG line, ReportLostRace).  It
  * raises P0002 when no row (visible to the caller) matches key and 21000
  * when key matches more than one row; the error undoes the UPDATE.
  *
@@ -51,6 +56,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/fence_rule.hpp"
+#include "ext/issued_token.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -66,13 +72,15 @@ constexpr int kArgToken = 2;
 constexpr int kArgChanges = 3;
 constexpr int kArgFenceColumn = 4;
 constexpr int kArgAllowEqual = 5;
+constexpr int kArgExpectFence = 6; /* 0.2.0; the 0.1.0 function has 6 arguments */
 
 /*
- * The arguments (none may be NULL) and what they name in the catalog
- * (ReadRequest, fenced_update_columns.cpp).
+ * The arguments (none may be NULL but expect_fence, NULL meaning "not
+ * given") and what they name in the catalog (ReadRequest,
+ * fenced_update_columns.cpp).
  */
 void
-ReadArguments(FunctionCallInfo fcinfo, UpdateRequest *req, Jsonb **key, int64 *token)
+ReadArguments(FunctionCallInfo fcinfo, UpdateRequest *req, Jsonb **key, int64 *token, int64 *expect)
 {
 	RequireArg(fcinfo, kArgRel, "rel");
 	RequireArg(fcinfo, kArgKey, "key");
@@ -89,15 +97,18 @@ ReadArguments(FunctionCallInfo fcinfo, UpdateRequest *req, Jsonb **key, int64 *t
 	*key = PG_GETARG_JSONB_P(kArgKey);
 	*token = PG_GETARG_INT64(kArgToken);
 	ReadRequest(relid, *key, changes, NameStr(*fence_name), allow_equal, req);
+	req->has_expect = PG_NARGS() > kArgExpectFence && !PG_ARGISNULL(kArgExpectFence);
+	*expect = req->has_expect ? PG_GETARG_INT64(kArgExpectFence) : 0;
 }
 
 /*
  * The parameter values for the statements of e (palloc'd arrays): the
- * changes, the token, the key values, each converted to its column's type.
+ * changes, the token, the key values, each converted to its column's type,
+ * and the expected fence.
  */
 void
-BindParameters(PlanEntry *e, const UpdateRequest *req, int64 token, Datum **values_out,
-			   char **nulls_out)
+BindParameters(PlanEntry *e, const UpdateRequest *req, int64 token, int64 expect,
+			   Datum **values_out, char **nulls_out)
 {
 	Datum *values = (Datum *) palloc(sizeof(Datum) * e->nparams);
 	char  *nulls = (char *) palloc(sizeof(char) * e->nparams);
@@ -115,6 +126,11 @@ BindParameters(PlanEntry *e, const UpdateRequest *req, int64 token, Datum **valu
 		int p = KeyParam(e->nchanges, i);
 
 		ConvertValue(&e->params[p], &req->keys[i], &values[p], &nulls[p]);
+	}
+	if (e->has_expect)
+	{
+		values[ExpectParam(e->nchanges, e->nkeys)] = Int64GetDatum(expect);
+		nulls[ExpectParam(e->nchanges, e->nkeys)] = ' ';
 	}
 	*values_out = values;
 	*nulls_out = nulls;
@@ -214,14 +230,33 @@ RequireOnlyMatch(PlanEntry *e, Jsonb *key, Datum *values, char *nulls)
 }
 
 /*
- * The UPDATE changed no row: find out why.  No row (P0002), several rows
- * (21000), a NULL fence (22004), or a row whose fence accepts the token
- * (the fence rule, fence_rule.hpp) but that the UPDATE could not see (P0002
- * with a detail) raise an error; a stale token is reported (counted and
- * logged) and the call returns false.
+ * With expect_fence, the row's fence accepts the token but is not the one
+ * the caller read: another write got in between the caller's read and its
+ * write.  The token is not stale (the caller may still hold its lock), so
+ * this is not a stale write: it has its own LOG line,
+ *	 pg_fence: lost race: fenced_update <resource>: expected fence <e>, current fence <c>, token <t>
+ * (not counted in fence.stats(), which counts stale writes only).
  */
 void
-ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nulls)
+ReportLostRace(const char *resource, int64 expect, int64 current, int64 token)
+{
+	ereport(LOG, (errmsg("pg_fence: lost race: fenced_update %s: expected fence " INT64_FORMAT
+						 ", current fence " INT64_FORMAT ", token " INT64_FORMAT,
+						 ClipForMessage(resource), expect, current, token),
+				  errhidestmt(true)));
+}
+
+/*
+ * The UPDATE changed no row: find out why.  No row (P0002), several rows
+ * (21000), a NULL fence (22004), or a row whose fence accepts the token
+ * (the fence rule, fence_rule.hpp) and equals expect_fence (if given) but
+ * that the UPDATE could not see (P0002 with a detail) raise an error; a
+ * stale token is reported (counted and logged) and so is a lost race (a
+ * fence that accepts the token but is no longer the expected one); the call
+ * then returns false.
+ */
+void
+ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, int64 expect, Datum *values, char *nulls)
 {
 	int   nrows;
 	int64 current;
@@ -240,6 +275,11 @@ ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, Datum *values, char *nu
 				 errmsg("fence column \"%s\" is null in the row of relation \"%s\" with key %s",
 						e->fence_column, e->relname, KeyText(key)),
 				 errhint("Declare the fence column NOT NULL DEFAULT 0.")));
+	if (FenceAccepts({current, false}, token, e->allow_equal) && e->has_expect && current != expect)
+	{
+		ReportLostRace(psprintf("%s %s", e->qualname, KeyText(key)), expect, current, token);
+		return;
+	}
 	if (FenceAccepts({current, false}, token, e->allow_equal))
 		ereport(
 			ERROR,
@@ -260,8 +300,10 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	UpdateRequest req;
 	Jsonb        *key;
 	int64         token;
+	int64         expect;
 
-	ReadArguments(fcinfo, &req, &key, &token);
+	ReadArguments(fcinfo, &req, &key, &token, &expect);
+	RequireIssuedToken(token, "fence.fenced_update");
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -270,7 +312,7 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	Datum     *values;
 	char      *nulls;
 
-	BindParameters(e, &req, token, &values, &nulls);
+	BindParameters(e, &req, token, expect, &values, &nulls);
 
 	uint64 updated = RunUpdate(e, token, values, nulls);
 
@@ -279,7 +321,7 @@ FencedUpdate(FunctionCallInfo fcinfo)
 	else if (updated == 1)
 		RequireOnlyMatch(e, key, values, nulls);
 	else
-		ExplainNotApplied(e, key, token, values, nulls);
+		ExplainNotApplied(e, key, token, expect, values, nulls);
 
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
@@ -293,14 +335,27 @@ FencedUpdate(FunctionCallInfo fcinfo)
 /*
  * fence.fenced_update(rel regclass, key jsonb, token bigint, changes jsonb,
  *					   fence_column name DEFAULT 'fence',
- *					   allow_equal boolean DEFAULT false) RETURNS boolean
+ *					   allow_equal boolean DEFAULT false,
+ *					   expect_fence bigint DEFAULT NULL) RETURNS boolean
  *
  * Errors: 22023 (NULL or malformed argument, changes naming the fence
- * column, null key value), 42P01 (no such relation), 42809 (not a table),
- * 42703 (unknown column or fence column), 42804 (fence column not bigint),
- * 42883 (key type without equality), 22P02 etc. (value conversion), 42501
- * (privileges), P0002 (no row matches key), 21000 (key matches several
- * rows), 22004 (the row's fence is NULL).
+ * column, null key value), FN004 (a token this database never issued),
+ * 42P01 (no such relation), 42809 (not a table), 42703 (unknown column or
+ * fence column), 42804 (fence column not bigint), 42883 (key type without
+ * equality), 22P02 etc. (value conversion), 42501 (privileges), P0002 (no
+ * row matches key), 21000 (key matches several rows), 22004 (the row's
+ * fence is NULL).
+ */
+FENCE_SQL_FUNCTION(fence_fenced_update_0_2)
+{
+	return fence::Entry(fcinfo,
+						[](FunctionCallInfo fc) -> Datum { return fence::FencedUpdate(fc); });
+}
+
+/*
+ * The 0.1.0 function, without expect_fence: kept exported so that a
+ * database still at 0.1.0 (before ALTER EXTENSION pg_fence UPDATE) keeps
+ * working with this library.  Same body; the FN004 check applies too.
  */
 FENCE_SQL_FUNCTION(fence_fenced_update)
 {

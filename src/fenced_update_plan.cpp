@@ -5,7 +5,8 @@
  *	  (shape of a call, SQL text, prepare) and the uniqueness proof of keys.
  *
  * Plans.  For one shape of call (relation, key column names/types, change
- * column names/types, fence column, allow_equal) the UPDATE is prepared once
+ * column names/types, fence column, allow_equal, whether expect_fence is
+ * given) the UPDATE is prepared once
  * per session with SPI_prepare_cursor(CURSOR_OPT_GENERIC_PLAN) +
  * SPI_keepplan and reused; PostgreSQL's plan cache revalidates it after DDL.
  * Because a revalidation re-resolves the names in the SQL text, each use
@@ -112,9 +113,11 @@ void
 BuildShape(StringInfo buf, const UpdateRequest *req)
 {
 	char flag = req->allow_equal ? 'E' : 'L';
+	char expect = req->has_expect ? 'X' : '-';
 
 	appendBinaryStringInfo(buf, (const char *) &req->rel.relid, sizeof(Oid));
 	appendBinaryStringInfo(buf, &flag, 1);
+	appendBinaryStringInfo(buf, &expect, 1);
 	appendBinaryStringInfo(buf, (const char *) &req->fence.attnum, sizeof(AttrNumber));
 	appendBinaryStringInfo(buf, req->fence.name, strlen(req->fence.name) + 1);
 	for (int pass = 0; pass < 2; pass++)
@@ -166,6 +169,8 @@ InitPlanParams(PlanEntry *e, const UpdateRequest *req)
 		e->key_collations[i] = key->collation;
 		e->key_eqops[i] = tc->eq_opr;
 	}
+	if (e->has_expect)
+		InitParam(&e->params[ExpectParam(e->nchanges, e->nkeys)], INT8OID, -1, cxt);
 	for (int i = 0; i < e->nparams; i++)
 		e->argtypes[i] = e->params[i].typid;
 }
@@ -205,10 +210,11 @@ AppendKeyCondition(StringInfo buf, const PlanEntry *e, const ColumnRef *keys)
 /*
  * UPDATE rel SET <changes>, fence = $token
  *	WHERE <key> AND fence < $token	(<= with allow_equal)
+ *	  [AND fence = $expect_fence]	(with expect_fence)
  *
- * The last condition is the fence rule (fence_rule.hpp): the executor
- * applies it to the row it locks, re-checked against the committed row
- * after waiting for a concurrent writer.
+ * The fence condition is the fence rule (fence_rule.hpp): the executor
+ * applies it, and the expected fence, to the row it locks, re-checked
+ * against the committed row after waiting for a concurrent writer.
  */
 char *
 UpdateSql(const PlanEntry *e, const UpdateRequest *req)
@@ -226,6 +232,9 @@ UpdateSql(const PlanEntry *e, const UpdateRequest *req)
 	AppendKeyCondition(&sql, e, req->keys);
 	appendStringInfo(&sql, " AND %s",
 					 FenceConditionSql(qfence, psprintf("$%d", token_param), req->allow_equal));
+	if (e->has_expect)
+		appendStringInfo(&sql, " AND %s OPERATOR(pg_catalog.=) $%d", qfence,
+						 ExpectParam(e->nchanges, e->nkeys) + 1);
 	return sql.data;
 }
 
@@ -268,7 +277,7 @@ BuildPlanEntry(const UpdateRequest *req, StringInfo shape)
 											  ALLOCSET_SMALL_SIZES);
 	PlanEntry    *e = (PlanEntry *) MemoryContextAllocZero(cxt, sizeof(PlanEntry));
 	int           nkeys = req->nkeys;
-	int           nparams = req->nchanges + 1 + nkeys;
+	int           nparams = req->nchanges + 1 + nkeys + (req->has_expect ? 1 : 0);
 
 	e->cxt = cxt;
 	e->shape = (char *) MemoryContextAlloc(cxt, shape->len);
@@ -280,6 +289,7 @@ BuildPlanEntry(const UpdateRequest *req, StringInfo shape)
 	e->qualname = MemoryContextStrdup(cxt, quote_qualified_identifier(e->nspname, e->relname));
 	e->fence_column = MemoryContextStrdup(cxt, req->fence.name);
 	e->allow_equal = req->allow_equal;
+	e->has_expect = req->has_expect;
 	e->nchanges = req->nchanges;
 	e->nkeys = nkeys;
 	e->nparams = nparams;

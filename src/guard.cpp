@@ -22,8 +22,10 @@
  * The write goes ahead iff the row's fence accepts the token under the
  * fence rule (fence_rule.hpp), with equal tokens allowed: the token is not
  * lower than the row's current fence, or the fence is NULL.  A lower token
- * raises FN001, none FN003.  fence.fenced_update sets fence = token WHERE fence < token, so the
- * rows it changes present a higher token and pass.  The trigger runs once
+ * raises FN001, none FN003, and a token this database never issued FN004
+ * (RequireIssuedToken, issued_token.hpp, checked before the fence rule).
+ * fence.fenced_update sets fence = token WHERE fence < token, so the rows
+ * it changes present a higher token and pass.  The trigger runs once
  * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
  * UPDATE, MERGE) are checked row by row.
  *
@@ -50,6 +52,7 @@
 #include "ext/compat.hpp"
 #include "ext/fence_rule.hpp"
 #include "ext/guard_insert.hpp"
+#include "ext/issued_token.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -252,6 +255,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		/* The UPDATE changes the fence column: the new value is its token. */
 		if (!new_null && (old_null || fresh != current))
 		{
+			RequireIssuedToken(fresh, "a guarded UPDATE");
 			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
 				RaiseStale(rel, old_row, "UPDATE", fresh, current);
 			CheckResourceMarks(td, old_row, new_row, fresh);
@@ -267,6 +271,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 
 		if (!TokenPresentedByWrite(&token, &setting))
 			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
+		RequireIssuedToken(token, "a guarded UPDATE");
 		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 			RaiseStale(rel, old_row, "UPDATE", token, current);
 		CheckResourceMarks(td, old_row, new_row, token);
@@ -283,6 +288,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 
 	if (!TokenPresentedByWrite(&token, &setting))
 		RaiseNoToken(rel, old_row, false, false, column, setting);
+	RequireIssuedToken(token, "a guarded DELETE");
 	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 		RaiseStale(rel, old_row, "DELETE", token, current);
 	CheckResourceMarks(td, old_row, nullptr, token);

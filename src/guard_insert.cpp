@@ -16,6 +16,8 @@
  *	    > 0, so NULL, 0 and a DEFAULT 0 present none), else the token the
  *	    write presents (fence.token set in this transaction,
  *	    presented_token.hpp), which it then stores in the fence column;
+ *	    A token above every token the database has issued is refused first
+ *	    (FN004, issued_token.hpp);
  *	 2. hashes the resource columns, each with its type's extended hash
  *	    function under the column's collation (values equal by the type's
  *	    equality hash alike; collisions merge two resources' marks, which
@@ -44,6 +46,7 @@
 #include "ext/guard_insert.hpp"
 
 #include "ext/fence_rule.hpp"
+#include "ext/issued_token.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
 #include "ext/stats.hpp"
@@ -401,6 +404,7 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 		stamp = true;
 	}
 
+	RequireIssuedToken(token, "a guarded INSERT");
 	CheckResourceMark(td, row, token, "INSERT");
 
 	if (!stamp)

@@ -16,6 +16,7 @@
 #include "ext/shmem.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "commands/sequence.h"
 #include "replication/syncrep.h"
@@ -236,7 +237,77 @@ DrawFromSlot(DbShared *slot, Oid seq)
 	}
 }
 
+/*
+ * The highest value the sequence seq has handed out or been set to, read
+ * from its page: last_value, or one less while is_called is false (a fresh
+ * sequence has handed out nothing).  The buffer's share lock is held only
+ * while two fields are copied (nextval and setval change them under its
+ * exclusive lock, for as long); AccessShareLock on the sequence conflicts
+ * with none of the locks nextval or setval take.  No WAL, no round trip.
+ */
+int64
+SequenceLastValue(Oid seq)
+{
+	Relation rel = relation_open(seq, AccessShareLock);
+	Buffer   buf = ReadBuffer(rel, 0);
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+
+	Page   page = BufferGetPage(buf);
+	ItemId lp = PageGetItemId(page, FirstOffsetNumber);
+
+	if (!ItemIdIsNormal(lp))
+		elog(ERROR, "sequence \"%s\" has no tuple on its page", RelationGetRelationName(rel));
+
+	HeapTupleHeader       tup = (HeapTupleHeader) PageGetItem(page, lp);
+	Form_pg_sequence_data data = (Form_pg_sequence_data) ((char *) tup + tup->t_hoff);
+	int64                 last = data->last_value;
+	bool                  called = data->is_called;
+
+	UnlockReleaseBuffer(buf);
+	relation_close(rel, AccessShareLock);
+	return called ? last : last - 1;
+}
+
 } /* namespace */
+
+int64
+HighestIssuedToken()
+{
+	Oid       seq = TokenSequenceOid();
+	DbShared *slot = AttachShared() ? MyDbShared() : nullptr;
+
+	if (slot != nullptr)
+	{
+		SpinLockAcquire(&slot->token_mutex);
+		bool  ready = slot->token_ready;
+		Oid   slot_seq = slot->token_seq;
+		int64 next = slot->token_next;
+
+		SpinLockRelease(&slot->token_mutex);
+
+		/*
+		 * Started for this sequence: every token of this server's life is
+		 * below token_next, and every token of an earlier life is at most
+		 * the sequence's durable value, which the counter started above.
+		 */
+		if (ready && slot_seq == seq)
+			return next - 1;
+
+		/*
+		 * Started for a sequence since replaced (DROP and CREATE EXTENSION):
+		 * its tokens were issued by this database too.
+		 */
+		if (ready)
+			return Max(next - 1, SequenceLastValue(seq));
+	}
+
+	/*
+	 * No counter in this server's life (yet): every token is from nextval()
+	 * or from an earlier life's counter, all at most the sequence's value.
+	 */
+	return SequenceLastValue(seq);
+}
 
 Oid
 TokenSequenceOid()

@@ -59,8 +59,9 @@ struct UpdateRequest
 {
 	RelInfo    rel;
 	bool       allow_equal;
-	ColumnRef  fence; /* the fence column (no value) */
-	ColumnRef *keys;  /* key columns and values, in jsonb order */
+	bool       has_expect; /* expect_fence given: the fence must still equal it */
+	ColumnRef  fence;      /* the fence column (no value) */
+	ColumnRef *keys;       /* key columns and values, in jsonb order */
 	int        nkeys;
 	ColumnRef *changes; /* changed columns and values, in jsonb order */
 	int        nchanges;
@@ -89,7 +90,8 @@ struct PlanEntry
 	char         *qualname; /* quoted schema.relation, for messages */
 	char         *fence_column;
 	bool          allow_equal;
-	int           nchanges; /* parameters: see ChangeParam etc. below */
+	bool          has_expect; /* the UPDATE also requires fence = expect_fence */
+	int           nchanges;   /* parameters: see ChangeParam etc. below */
 	int           nkeys;
 	int           nparams;
 	ParamInfo    *params;
@@ -106,7 +108,8 @@ struct PlanEntry
 
 /*
  * Parameters of the prepared statements, 0-based (SQL $n is index + 1):
- * the changes first, then the token, then the key values.
+ * the changes first, then the token, then the key values, then (with
+ * expect_fence) the expected fence.
  */
 inline int
 ChangeParam(int i)
@@ -124,6 +127,12 @@ inline int
 KeyParam(int nchanges, int i)
 {
 	return nchanges + 1 + i;
+}
+
+inline int
+ExpectParam(int nchanges, int nkeys)
+{
+	return nchanges + 1 + nkeys;
 }
 
 /* --- fenced_update_columns.cpp --- */

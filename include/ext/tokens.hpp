@@ -49,6 +49,27 @@ namespace fence {
  */
 int64 IssueToken();
 
+/*
+ * An upper bound of every token this database has issued, and the tightest
+ * one it can read without a round trip or a lock that serializes writers
+ * (the check of guarantee 11, issued_token.hpp).  PostgreSQL-style (raises
+ * ERROR).
+ *
+ *	 - With the shared block and the counter started for fence.token_seq in
+ *	   this server's life: token_next - 1, the last token handed out (tokens
+ *	   of earlier lives are at most the sequence's durable value, and the
+ *	   counter started above that).  Read under the counter's spinlock.
+ *	 - Otherwise (15/16 without the preload; a database beyond the shared
+ *	   block's slots; or no token drawn yet since the server started): the
+ *	   sequence's last_value, read from its page.  Without the counter it is
+ *	   the last value nextval() handed out.  After a restart, before the first
+ *	   draw, it is the ceiling the previous life had made durable, which may
+ *	   lie up to one chunk (4096) above the last token really handed out:
+ *	   those tokens can never be issued again (the counter starts above
+ *	   them), so accepting them fences nobody out.
+ */
+int64 HighestIssuedToken();
+
 /* OID of fence.token_seq in this database; raises 55000 if not installed. */
 Oid TokenSequenceOid();
 

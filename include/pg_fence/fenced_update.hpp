@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -40,9 +41,18 @@ enum class UpdateResult
 	kApplied, /**< the row was updated and its fence set to the token */
 	kStale,   /**< the row's fence is not lower than the token: nothing written */
 	kMissing, /**< no row matches the key (the server's P0002): nothing written */
+	/**
+	 * Only with FencedUpdateOptions::expect_fence: the token beats the row's
+	 * fence, but the fence is no longer the one the caller read (another
+	 * write got in between the caller's read and this write): nothing
+	 * written.  The caller may still hold its lock: re-read the row and
+	 * compute the change again.  (kStale, by contrast, means the token lost:
+	 * a newer holder has written, stop.)
+	 */
+	kConflict,
 };
 
-/** "applied", "stale" or "missing". */
+/** "applied", "stale", "missing" or "conflict". */
 const char *to_string(UpdateResult result) noexcept;
 
 /**
@@ -94,11 +104,29 @@ struct FencedUpdateOptions
 	std::string fence_column = "fence";
 	/** Also apply when the row's fence equals the token (one holder writes a row repeatedly). */
 	bool allow_equal = false;
+	/**
+	 * The fence the caller read with the row before computing `changes`
+	 * (fence.fenced_update's expect_fence): the write then also requires the
+	 * row's fence to still equal it, so a read-modify-write never overwrites
+	 * a write it did not see.  Empty (the default): not checked.
+	 */
+	std::optional<std::int64_t> expect_fence;
 };
 
 /**
  * Runs fence.fenced_update(table::regclass, key, token, changes,
- * fence_column, allow_equal) in `tx` and returns what happened.
+ * fence_column, allow_equal[, expect_fence]) in `tx` and returns what
+ * happened.
+ *
+ * With options.expect_fence, a write that is not applied is told apart
+ * with one more statement (only then): the row's fence is read again
+ * (SELECT by the key, the values converted with the columns' types by
+ * jsonb_populate_record), and the result is kStale if it does not accept
+ * the token (a newer holder has written), else kConflict (the fence
+ * changed since the caller read it, but the token still beats it).  A row
+ * gone by then (deleted, or hidden by row-level security) is kConflict.
+ * The server writes a LOG line for each: "stale write rejected" or "lost
+ * race".
  *
  * `table` is read like a regclass literal: an optionally schema-qualified
  * SQL identifier, double-quoted where SQL needs quotes (`"MyTable"`).
@@ -112,8 +140,8 @@ struct FencedUpdateOptions
  * The write commits with `tx`.
  *
  * Throws std::invalid_argument for an empty table name, an empty key or a
- * token <= 0; pqxx::sql_error for every other server error, e.g. 42P01 no
- * such table, 42703 unknown column, 22P02 a value of the wrong type, 42501
+ * token <= 0; pqxx::sql_error for every other server error, e.g. FN004 a
+ * token the database never issued, 42P01 no such table, 42703 unknown column, 22P02 a value of the wrong type, 42501
  * no UPDATE privilege; pqxx::broken_connection if the connection fails.
  */
 UpdateResult fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key,

@@ -1,3 +1,5 @@
--- 0.2.0: leases, guard trigger, advance, observability.
+-- 0.2.0: leases, guard trigger, advance, fenced_update's expect_fence,
+-- observability.
 -- Fragments are applied in file-name order:
---   10-*  leases            20-*  guard / advance        30-*  observability
+--   10-*  leases            20-*  guard / advance        25-*  fenced writes
+--   30-*  observability

@@ -34,6 +34,8 @@ to_string(UpdateResult result) noexcept
 			return "stale";
 		case UpdateResult::kMissing:
 			return "missing";
+		case UpdateResult::kConflict:
+			return "conflict";
 	}
 	return "unknown";
 }
@@ -126,16 +128,67 @@ to_json(const Fields &fields)
 	return out;
 }
 
+/*
+ * The call.  With expect_fence, the statement also returns the table's name
+ * as regclass writes it (quoted, schema-qualified unless visible), for
+ * ClassifyNotApplied.
+ */
 static bool
 CallFencedUpdate(pqxx::transaction_base &tx, std::string_view table, const std::string &key,
-				 std::int64_t token, const std::string &changes, const FencedUpdateOptions &options)
+				 std::int64_t token, const std::string &changes, const FencedUpdateOptions &options,
+				 std::string *relname)
 {
-	pqxx::row row = pqxx_compat::ExecParams1(
-		tx, "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)",
-		std::string(table), key, token, changes, options.fence_column, options.allow_equal);
+	pqxx::row row =
+		options.expect_fence
+			? pqxx_compat::ExecParams1(
+				  tx,
+				  "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6, "
+				  "$7), $1::regclass::text",
+				  std::string(table), key, token, changes, options.fence_column,
+				  options.allow_equal, *options.expect_fence)
+			: pqxx_compat::ExecParams1(
+				  tx,
+				  "SELECT fence.fenced_update($1::regclass, $2::jsonb, $3, $4::jsonb, $5::name, $6)",
+				  std::string(table), key, token, changes, options.fence_column,
+				  options.allow_equal);
 	if (row[0].is_null())
 		throw pqxx::unexpected_rows("pg_fence: fence.fenced_update returned NULL");
+	if (options.expect_fence)
+		*relname = row[1].as<std::string>();
 	return row[0].as<bool>();
+}
+
+/*
+ * With expect_fence, fenced_update returned false: a stale token or a lost
+ * race?  Reads the row's fence by the key (the SQL text is built from the
+ * regclass output and quote_name() of the column names; the key values are
+ * one bind parameter) and applies the fence rule as the server does.
+ */
+static UpdateResult
+ClassifyNotApplied(pqxx::transaction_base &tx, const std::string &relname, const Fields &key,
+				   const std::string &key_json, std::int64_t token,
+				   const FencedUpdateOptions &options)
+{
+	std::string sql = "SELECT t." + tx.quote_name(options.fence_column) + " FROM " + relname +
+					  " AS t, pg_catalog.jsonb_populate_record(NULL::" + relname +
+					  ", $1::jsonb) AS k WHERE ";
+	bool first = true;
+	for (const auto &entry : key)
+	{
+		const std::string column = tx.quote_name(entry.first);
+		if (!first)
+			sql += " AND ";
+		first = false;
+		sql += "t." + column + " = k." + column;
+	}
+	sql += " LIMIT 1";
+
+	pqxx::result r = pqxx_compat::ExecParams(tx, sql, key_json);
+	if (r.empty() || r[0][0].is_null())
+		return UpdateResult::kConflict;
+	std::int64_t current = r[0][0].as<std::int64_t>();
+	bool         accepts = options.allow_equal ? current <= token : current < token;
+	return accepts ? UpdateResult::kConflict : UpdateResult::kStale;
 }
 
 UpdateResult
@@ -167,10 +220,17 @@ fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &
 	}
 	try
 	{
-		bool applied = CallFencedUpdate(tx, table, key_json, token, changes_json, options);
+		std::string relname;
+		bool        applied =
+			CallFencedUpdate(tx, table, key_json, token, changes_json, options, &relname);
+		UpdateResult result = UpdateResult::kApplied;
+		if (!applied)
+			result = options.expect_fence
+						 ? ClassifyNotApplied(tx, relname, key, key_json, token, options)
+						 : UpdateResult::kStale;
 		if (in_block)
 			pqxx_compat::Exec0(tx, "RELEASE SAVEPOINT pg_fence_fenced_update");
-		return applied ? UpdateResult::kApplied : UpdateResult::kStale;
+		return result;
 	}
 	catch (const pqxx::sql_error &e)
 	{

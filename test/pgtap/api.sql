@@ -1,5 +1,5 @@
 -- test/pgtap/api.sql - shape, privileges and error contract of the 0.1.0 API
--- (connection-bound locks and fenced_update), run by pg_prove in a database
+-- (connection-bound locks and fenced_update, with 0.2.0's expect_fence), run by pg_prove in a database
 -- with pgtap and pg_fence installed (test/run-all.sh uses fence_tap).
 --
 -- Functions are checked one by one with their exact signatures (not
@@ -32,7 +32,7 @@ INSERT INTO api_fn VALUES
 	('xact_lock',      '{text,interval}',  'bigint',  false),
 	('unlock',         '{text,bigint}',    'boolean', false),
 	('unlock_all',     '{}',               'integer', true),
-	('fenced_update',  '{regclass,jsonb,bigint,jsonb,name,boolean}', 'boolean', false);
+	('fenced_update',  '{regclass,jsonb,bigint,jsonb,name,boolean,bigint}', 'boolean', false);
 
 SELECT has_function('fence', fn, args, format('fence.%s(%s) exists', fn, array_to_string(args, ', ')))
   FROM api_fn ORDER BY fn;
@@ -141,7 +141,8 @@ SELECT is((SELECT count(*) FROM pg_catalog.pg_locks
 -- fail.)
 CREATE TABLE public.tap_resource (id integer PRIMARY KEY, v text, fence bigint NOT NULL DEFAULT 0);
 INSERT INTO public.tap_resource VALUES (1, 'a', 0);
-SELECT throws_ok($$SELECT fence.fenced_update('public.tap_resource', '{"id": 42}', 5, '{"v": "x"}')$$,
+SELECT throws_ok($$SELECT fence.fenced_update('public.tap_resource', '{"id": 42}',
+                                               fence.try_xact_lock('tap/p0002'), '{"v": "x"}')$$,
 	'P0002', NULL, 'fenced_update of a missing key raises P0002');
 
 -- The values the API returns in one session.

@@ -4,7 +4,11 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(27);
+SELECT plan(28);
+
+-- tokens the literal ones below can be (FN004 refuses a token never issued)
+SELECT is((SELECT count(fence.unlock('tap-gi-tokens', fence.try_lock('tap-gi-tokens')))::int
+             FROM generate_series(1, 10)), 10, 'ten tokens issued');
 
 -- fence.insert_marks: the extension's, dumped, closed to PUBLIC
 SELECT has_table('fence', 'insert_marks', 'fence.insert_marks exists');

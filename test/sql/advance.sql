@@ -1,5 +1,9 @@
 -- fence.advance: the highest token seen per resource; true iff token >= stored.
 \set VERBOSITY sqlstate
+-- A fenced write refuses a token this database never issued (FN004): issue
+-- 100 tokens first, so that the literal tokens below are real ones.
+SELECT count(fence.unlock('test-tokens', fence.try_lock('test-tokens'))) AS issued
+  FROM generate_series(1, 100);
 SELECT stale_writes_rejected AS stale0 FROM fence.stats() \gset
 
 -- argument errors change nothing
@@ -65,3 +69,26 @@ SELECT stale_writes_rejected - :stale0 AS stale_writes_counted FROM fence.stats(
 DROP SCHEMA adv_evil CASCADE;
 DROP ROLE adv_user;
 DELETE FROM fence.resources WHERE name LIKE 'adv-%' OR name LIKE 'yyy%';
+
+-- FN004: a token higher than every token this database has issued is
+-- refused (and nothing is stored), by any role; the highest issued one is
+-- accepted.  A superuser can turn the check off.
+SELECT fence.try_xact_lock('adv-highest') AS highest \gset
+\set VERBOSITY terse
+SELECT fence.advance('adv-f', 9223372036854775807);
+\set VERBOSITY sqlstate
+SELECT fence.advance('adv-f', :highest + 1);
+CREATE ROLE adv_forger;
+SET ROLE adv_forger;
+SELECT fence.advance('adv-f', :highest + 1);
+SET fence.require_issued_tokens = off;
+RESET ROLE;
+DROP ROLE adv_forger;
+\set VERBOSITY default
+SELECT count(*) AS stored FROM fence.resources WHERE name = 'adv-f';
+SELECT fence.advance('adv-f', :highest) AS highest_accepted;
+SET fence.require_issued_tokens = off;
+SELECT fence.advance('adv-f', :highest + 5) AS unchecked;
+RESET fence.require_issued_tokens;
+SELECT token - :highest AS above_highest FROM fence.resources WHERE name = 'adv-f';
+DELETE FROM fence.resources WHERE name = 'adv-f';

@@ -3,6 +3,10 @@
 -- identifiers, typed values, cached plans, caller's rights.
 --
 SET client_min_messages = warning;
+-- A fenced write refuses a token this database never issued (FN004): issue
+-- 1100 tokens first, so that the literal tokens below are real ones.
+SELECT count(fence.unlock('test-tokens', fence.try_lock('test-tokens'))) AS issued
+  FROM generate_series(1, 1100);
 CREATE SCHEMA fu;
 SET search_path = fu, public;
 
@@ -403,6 +407,94 @@ SET client_min_messages = log;
 SELECT fence.fenced_update('fu.longkey', jsonb_build_object('k', repeat('k', 1000)), 4, '{}');
 SET client_min_messages = warning;
 SELECT k = repeat('k', 1000) AS same_key, fence FROM fu.longkey;
+
+--
+-- expect_fence: applied only while the row's fence is still the one the
+-- caller read (and the token beats it)
+--
+CREATE TABLE fu.rmw (id int PRIMARY KEY, n int NOT NULL, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO fu.rmw VALUES (1, 0, 0);
+-- read-modify-write: read n and the fence, write n + 1 if nobody wrote since
+SELECT n AS n0, fence AS f0 FROM fu.rmw WHERE id = 1 \gset
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 10, jsonb_build_object('n', :n0 + 1),
+                           expect_fence => :f0) AS applied;
+-- a second writer that read the row before that write: its token (11) beats
+-- the fence (10), but the fence is not the 0 it read: lost race, false,
+-- nothing written, and a LOG line of its own
+SET client_min_messages = log;
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 11, jsonb_build_object('n', :n0 + 1),
+                           expect_fence => :f0) AS lost_race;
+-- a stale token with a wrong expected fence is reported as stale
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 9, '{"n": 100}', expect_fence => 3) AS stale;
+SET client_min_messages = warning;
+SELECT * FROM fu.rmw;
+-- the right expected fence and a token that beats it: applied
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 11, '{"n": 2}', expect_fence => 10) AS applied;
+-- expect_fence with allow_equal: the same holder writes again, still checked
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 11, '{"n": 3}', 'fence', true, 11) AS applied;
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 11, '{"n": 4}', 'fence', true, 10) AS lost_race;
+-- expect_fence equal to the fence but the token does not beat it: stale
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 11, '{"n": 5}', expect_fence => 11) AS stale;
+-- NULL expect_fence: not checked (as if not given)
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 12, '{"n": 6}', expect_fence => NULL) AS applied;
+SELECT * FROM fu.rmw;
+-- a missing key is still P0002, with or without expect_fence
+SELECT fence.fenced_update('fu.rmw', '{"id": 2}', 13, '{}', expect_fence => 0);
+\echo :LAST_ERROR_SQLSTATE
+-- lost races are not stale writes: not counted in stale_writes_rejected
+SELECT stale_writes_rejected AS stale_before_race FROM fence.stats() \gset
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 13, '{}', expect_fence => 0) AS lost_race;
+SELECT stale_writes_rejected - :stale_before_race AS counted FROM fence.stats();
+
+--
+-- FN004: a token higher than every token this database has issued is
+-- refused, and nothing changes
+--
+SELECT fence.try_lock('fu-highest') AS highest \gset
+SELECT fence.unlock('fu-highest', :highest);
+\set VERBOSITY terse
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', 9223372036854775807, '{"n": -1}');
+\set VERBOSITY sqlstate
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest + 1, '{"n": -1}');
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest + 1, '{"n": -1}', expect_fence => 12);
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest + 1, '{"n": -1}', allow_equal => true);
+\set VERBOSITY default
+SELECT * FROM fu.rmw;
+-- the highest issued token itself is accepted
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest, '{"n": 7}') AS applied;
+-- the message names the token; the detail the highest issued one, the hint
+-- what to do (numbers shown as N: they depend on what ran before)
+\set VERBOSITY sqlstate
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest + 1, '{}') AS x \gset
+\set VERBOSITY default
+SELECT :'LAST_ERROR_MESSAGE' = format('fencing token %s was never issued by this database',
+                                      :highest + 1) AS message_names_token;
+SET client_min_messages = notice;
+DO $$
+DECLARE
+	d text;
+	h text;
+BEGIN
+	PERFORM fence.fenced_update('fu.rmw', '{"id": 1}', 9223372036854775807, '{}');
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+	RAISE NOTICE 'sqlstate: %', SQLSTATE;
+	RAISE NOTICE 'detail: %', regexp_replace(d, '[0-9]+', 'N', 'g');
+	RAISE NOTICE 'hint: %', h;
+END $$;
+SET client_min_messages = warning;
+-- other roles cannot turn the check off; a superuser can, for resources
+-- fenced with another database's tokens
+SET ROLE fu_user;
+SET fence.require_issued_tokens = off;
+RESET ROLE;
+GRANT ALL ON fu.rmw TO fu_user;
+SET fence.require_issued_tokens = off;
+SET ROLE fu_user;
+SELECT fence.fenced_update('fu.rmw', '{"id": 1}', :highest + 1000000, '{"n": 8}') AS applied_unchecked;
+RESET ROLE;
+RESET fence.require_issued_tokens;
+SELECT n, fence = :highest + 1000000 AS foreign_fence FROM fu.rmw;
 
 RESET client_min_messages;
 SET client_min_messages = warning;

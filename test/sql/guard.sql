@@ -1,6 +1,10 @@
 -- fence.guard / fence.unguard and the guard trigger: every UPDATE or DELETE
 -- of a guarded table must present a token not lower than the row's fence.
 \set VERBOSITY default
+-- A fenced write refuses a token this database never issued (FN004): issue
+-- 1100 tokens first, so that the literal tokens below are real ones.
+SELECT count(fence.unlock('test-tokens', fence.try_lock('test-tokens'))) AS issued
+  FROM generate_series(1, 1100);
 SELECT stale_writes_rejected AS stale0 FROM fence.stats() \gset
 
 CREATE TABLE guard_acct (id int PRIMARY KEY, balance int, fence bigint NOT NULL DEFAULT 0);
@@ -375,3 +379,49 @@ END $$;
 \set VERBOSITY default
 SELECT * FROM guard_chk;
 DROP TABLE guard_chk;
+
+-- FN004: a token higher than every token this database has issued is
+-- refused wherever a guarded write presents it (the new fence value,
+-- fence.token), before the fence rule, and the statement changes nothing
+CREATE TABLE guard_forged (id int PRIMARY KEY, v int, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO guard_forged VALUES (1, 0, 0), (2, 0, 0), (3, 0, 0);
+SELECT fence.guard('guard_forged');
+SELECT fence.try_xact_lock('guard-highest') AS highest \gset
+\set VERBOSITY terse
+UPDATE guard_forged SET v = 1, fence = 9223372036854775807 WHERE id = 1;
+\set VERBOSITY sqlstate
+UPDATE guard_forged SET v = 1, fence = :highest + 1 WHERE id = 1;
+BEGIN;
+SET LOCAL fence.token = 9223372036854775807;
+UPDATE guard_forged SET v = 1 WHERE id = 1;
+ROLLBACK;
+BEGIN;
+SELECT set_config('fence.token', (:highest + 1)::text, true) IS NOT NULL AS set;
+DELETE FROM guard_forged WHERE id = 2;
+ROLLBACK;
+-- set-based: one forged row fails the whole statement
+UPDATE guard_forged g SET v = 2, fence = x.f
+  FROM (VALUES (1, :highest), (2, :highest), (3, :highest + 1)) AS x(id, f)
+ WHERE g.id = x.id;
+WITH w AS (UPDATE guard_forged SET fence = :highest + 1 WHERE id = 3 RETURNING id)
+SELECT count(*) FROM w;
+INSERT INTO guard_forged VALUES (1, 3, 0)
+    ON CONFLICT (id) DO UPDATE SET v = 3, fence = :highest + 1;
+\set VERBOSITY default
+SELECT * FROM guard_forged ORDER BY id;
+-- the highest issued token itself is accepted, set-based too
+UPDATE guard_forged g SET v = 2, fence = x.f
+  FROM (VALUES (1, :highest), (2, :highest), (3, :highest)) AS x(id, f)
+ WHERE g.id = x.id;
+BEGIN;
+SET LOCAL fence.token = :highest;
+DELETE FROM guard_forged WHERE id = 3;
+COMMIT;
+SELECT id, v, fence = :highest AS fenced_at_highest FROM guard_forged ORDER BY id;
+-- a superuser can turn the check off (resources fenced with another
+-- database's tokens)
+SET fence.require_issued_tokens = off;
+UPDATE guard_forged SET v = 9, fence = :highest + 1000 WHERE id = 1;
+RESET fence.require_issued_tokens;
+SELECT id, v, fence - :highest AS above_highest FROM guard_forged ORDER BY id;
+DROP TABLE guard_forged;

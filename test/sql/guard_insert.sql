@@ -3,6 +3,10 @@
 -- highest token that has written a row of that resource.
 \set VERBOSITY default
 SELECT stale_writes_rejected AS stale0 FROM fence.stats() \gset
+-- A fenced write refuses a token this database never issued (FN004): issue
+-- tokens first, so that the literal tokens below are real ones.
+SELECT count(fence.unlock('gi-tokens', fence.try_lock('gi-tokens'))) AS issued
+  FROM generate_series(1, 60);
 
 CREATE TABLE gi_log (id bigserial PRIMARY KEY, stream text NOT NULL, shard int,
                      body text, fence bigint NOT NULL DEFAULT 0);
@@ -91,6 +95,11 @@ SET LOCAL fence.token = 11;
 DELETE FROM gi_log WHERE body = 'd';                           -- orders' mark is 10: ok, raised to 11
 COMMIT;
 INSERT INTO gi_log (stream, body, fence) VALUES ('orders', 'k', 10);
+
+-- a token never issued is refused before the mark is looked at (FN004)
+\set VERBOSITY sqlstate
+INSERT INTO gi_log (stream, body, fence) VALUES ('orders', 'forged', 9223372036854775807);
+\set VERBOSITY default
 
 -- a rollback leaves the mark as it was
 BEGIN;

@@ -51,6 +51,9 @@ Setup(pqxx::connection &c)
 		"  fence bigint NOT NULL DEFAULT 0, PRIMARY KEY (region, id))");
 	tx.exec("INSERT INTO " + t +
 			" (region, id, note) VALUES ('eu', 1, 'start'), ('us', 1, 'start')");
+	/* Tokens this database never issued are refused (FN004): issue the ones used here. */
+	tx.exec("SELECT count(fence.unlock('test-tokens', fence.try_lock('test-tokens')))"
+			"  FROM generate_series(1, 100)");
 	try
 	{
 		ExecParams(
@@ -138,6 +141,72 @@ TEST_CASE("fenced_update: applied, stale, equal, missing", "[client][fenced_upda
 		  fence::UpdateResult::kApplied);
 	CHECK(fence::fenced_update(ntx, t, {{"region", "us"}, {"id", 7}}, 5, {}) ==
 		  fence::UpdateResult::kMissing);
+}
+
+TEST_CASE("fenced_update: expect_fence tells a lost race from a stale token",
+		  "[client][fenced_update]")
+{
+	pqxx::connection c("");
+	if (!Setup(c))
+		return;
+	const std::string          t = TableName();
+	const fence::Fields        eu1 = {{"region", "eu"}, {"id", 1}};
+	fence::FencedUpdateOptions read_at_0;
+	read_at_0.expect_fence = 0;
+	{
+		pqxx::work tx(c);
+		/* Read at fence 0, token 10 beats it: applied. */
+		CHECK(fence::fenced_update(tx, t, eu1, 10, {{"note", "by 10"}}, read_at_0) ==
+			  fence::UpdateResult::kApplied);
+		/* Another writer that also read fence 0: its token 11 beats the fence (10), but
+		 * the fence changed since it read it: a lost race, nothing written. */
+		CHECK(fence::fenced_update(tx, t, eu1, 11, {{"note", "by 11"}}, read_at_0) ==
+			  fence::UpdateResult::kConflict);
+		/* A token that no longer beats the fence is stale, whatever it read. */
+		CHECK(fence::fenced_update(tx, t, eu1, 9, {{"note", "by 9"}}, read_at_0) ==
+			  fence::UpdateResult::kStale);
+		fence::FencedUpdateOptions read_at_10;
+		read_at_10.expect_fence = 10;
+		CHECK(fence::fenced_update(tx, t, eu1, 10, {{"note", "by 10 again"}}, read_at_10) ==
+			  fence::UpdateResult::kStale);
+		/* allow_equal: the same holder writes again, still checked against what it read. */
+		read_at_10.allow_equal = true;
+		CHECK(fence::fenced_update(tx, t, eu1, 10, {{"note", "by 10 again"}}, read_at_10) ==
+			  fence::UpdateResult::kApplied);
+		/* The key given with a string for the int column, as the server accepts it. */
+		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", "1"}}, 12, {{"note", "x"}},
+								   read_at_0) == fence::UpdateResult::kConflict);
+		/* Missing row: still kMissing. */
+		CHECK(fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 99}}, 12, {}, read_at_0) ==
+			  fence::UpdateResult::kMissing);
+		tx.commit();
+	}
+	pqxx::row r = Row(c, "eu", 1);
+	CHECK(r[0].as<std::string>() == "by 10 again");
+	CHECK(r[2].as<std::int64_t>() == 10);
+	CHECK(std::string(fence::to_string(fence::UpdateResult::kConflict)) == "conflict");
+}
+
+TEST_CASE("fenced_update: a token never issued is refused (FN004)", "[client][fenced_update]")
+{
+	pqxx::connection c("");
+	if (!Setup(c))
+		return;
+	const std::string t = TableName();
+	pqxx::work        tx(c);
+	try
+	{
+		fence::fenced_update(tx, t, {{"region", "eu"}, {"id", 1}},
+							 std::numeric_limits<std::int64_t>::max(), {{"note", "forged"}});
+		FAIL("no error");
+	}
+	catch (const pqxx::sql_error &e)
+	{
+		CHECK(e.sqlstate() == "FN004");
+	}
+	/* The savepoint kept the transaction usable and nothing was written. */
+	CHECK(Exec1(tx, "SELECT note FROM " + t + " WHERE region = 'eu' AND id = 1")[0]
+			  .as<std::string>() == "start");
 }
 
 TEST_CASE("fenced_update: values round-trip with their column types; nothing is spliced",

@@ -49,9 +49,25 @@ check "the sequence is not below any token handed out" t \
 	"$(q -c "SELECT last_value >= $max FROM fence.token_seq")"
 
 crash
+# No forged tokens (FN004) across the crash.  Before the first token of the
+# new life the bound is the sequence's durable value: every token issued
+# before the crash is accepted, one above that value is refused.
+seqv=$(q -c 'SELECT last_value FROM fence.token_seq')
+check "after the crash, before any draw: the highest token seen is accepted" t \
+	"$(q -c "SELECT fence.advance('alloc-r', $max)")"
+sqlstate() { q -c '\set ON_ERROR_STOP 0' -c '\set VERBOSITY sqlstate' -c "$1" 2>&1 || true; }
+check "after the crash, before any draw: a token above the sequence ($seqv) is refused" \
+	"ERROR:  FN004" "$(sqlstate "SELECT fence.advance('alloc-r', $seqv + 1)")"
 after=$(q -c "SELECT fence.try_lock('after-crash')")
 check "first token after the crash is above every one seen ($max)" t \
 	"$([ "$after" -gt "$max" ] && echo t || echo f)"
+# Once the counter runs, the bound is the last token handed out: one above
+# it is refused although the sequence's durable value is higher.
+check "with the counter running: the last token handed out is accepted" t \
+	"$(q -c "SELECT fence.advance('alloc-r', $after)")"
+check "with the counter running: the next one is refused, below the sequence" \
+	"ERROR:  FN004|t" \
+	"$(sqlstate "SELECT fence.advance('alloc-r', $after + 1)")|$(q -c "SELECT last_value > $after + 1 FROM fence.token_seq")"
 
 [ "$fail" -eq 0 ] && echo "token_allocator: ok"
 exit "$fail"

@@ -46,6 +46,8 @@ fi
 # its marks must come back, so a stale INSERT stays rejected after restore.
 has_marks=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.insert_marks') IS NOT NULL")
 if [ "$has_marks" = t ]; then
+	# (FN004: the tokens presented below must have been issued)
+	q "$SRC" -c "SELECT count(fence.unlock('dump/tokens', fence.try_lock('dump/tokens'))) FROM generate_series(1, 10)" >/dev/null
 	q "$SRC" -c "CREATE TABLE dump_log (stream text, body text, fence bigint NOT NULL DEFAULT 0)" \
 		-c "SELECT fence.guard('dump_log', 'fence', ARRAY['stream'])" \
 		-c "INSERT INTO dump_log VALUES ('s', 'first', 7)" >/dev/null

@@ -85,6 +85,19 @@ fi
 check "nothing held after disconnect" "0" \
 	"$(q -c "SELECT count(*) FROM fence.locks WHERE kind IS DISTINCT FROM 'lease'")"
 
+# No forged tokens (FN004) without the preload: on 15/16 the bound is read
+# from the token sequence, on 17+ from the named segment.  A fresh session
+# (nothing remembered) accepts the highest token issued, refuses the next.
+q -c "SELECT count(fence.unlock('np-tokens', fence.try_lock('np-tokens'))) FROM generate_series(1, 10)" >/dev/null
+highest=$(q -c "SELECT fence.try_lock('np-highest')")
+check "highest issued token accepted" "t" "$(q -c "SELECT fence.advance('np-r', $highest)")"
+out=$(q -c '\set ON_ERROR_STOP 0' -c '\set VERBOSITY sqlstate' \
+	-c "SELECT fence.advance('np-r', $highest + 1)" 2>&1 || true)
+check "token above the highest issued refused (FN004)" "ERROR:  FN004" "$out"
+out=$(q -c 'BEGIN' -c "SET LOCAL fence.token = $((highest + 1))" -c '\set ON_ERROR_STOP 0' \
+	-c '\set VERBOSITY sqlstate' -c 'UPDATE np_acct SET v = 9 WHERE id = 1' -c 'ROLLBACK' 2>&1 || true)
+check "guard: fence.token above the highest issued refused (FN004)" "ERROR:  FN004" "$out"
+
 # fence.token SET LOCAL before the library is loaded counts in its transaction
 out=$(q -c 'BEGIN' -c 'SET LOCAL fence.token = 7' \
 	-c 'UPDATE np_acct SET v = 1 WHERE id = 1' -c 'COMMIT' \

@@ -22,6 +22,7 @@ set -euo pipefail
 OLD_VERSION=${FENCE_UPGRADE_FROM:-0.1.0}
 UPGRADED=fence_upgraded
 FRESH=fence_fresh
+GRANTED=fence_upgraded_grants
 BIN=${FENCE_PGBIN:-$(dirname "$(command -v pg_dump)")}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_upgrade.XXXXXX")
 
@@ -32,6 +33,8 @@ cleanup() {
 	trap - EXIT
 	dropdb --if-exists "$UPGRADED" >/dev/null 2>&1 || true
 	dropdb --if-exists "$FRESH" >/dev/null 2>&1 || true
+	dropdb --if-exists "$GRANTED" >/dev/null 2>&1 || true
+	psql -X -q -d postgres -c 'DROP ROLE IF EXISTS upg_writer' -c 'DROP ROLE IF EXISTS upg_other' >/dev/null 2>&1 || true
 	rm -rf "$WORK"
 	exit "$rc"
 }
@@ -76,6 +79,40 @@ if [ "$(q "$UPGRADED" -c "SELECT pg_catalog.to_regclass('fence.leases') IS NOT N
 		echo "FAILED: after the upgrade lease_acquire returned '$lease'"
 		fail=1
 	fi
+fi
+
+# 0.2.0 replaces fence.fenced_update (expect_fence is a new argument):
+# privileges granted or revoked on the 0.1.0 function carry over, and the
+# 0.1.0 function keeps working with the new library until the update.
+dropdb --if-exists "$GRANTED"
+createdb "$GRANTED"
+q postgres -c 'SET client_min_messages = warning' -c 'DROP ROLE IF EXISTS upg_writer' -c 'DROP ROLE IF EXISTS upg_other' \
+	-c 'CREATE ROLE upg_writer' -c 'CREATE ROLE upg_other' >/dev/null
+q "$GRANTED" -c "CREATE EXTENSION pg_fence VERSION '$OLD_VERSION'" \
+	-c 'CREATE TABLE doc (id int PRIMARY KEY, v text, fence bigint NOT NULL DEFAULT 0)' \
+	-c "INSERT INTO doc VALUES (1, 'a', 0)" \
+	-c 'REVOKE EXECUTE ON FUNCTION fence.fenced_update(regclass, jsonb, bigint, jsonb, name, boolean) FROM PUBLIC' \
+	-c 'GRANT EXECUTE ON FUNCTION fence.fenced_update(regclass, jsonb, bigint, jsonb, name, boolean) TO upg_writer WITH GRANT OPTION'
+old_call=$(q "$GRANTED" -c "SELECT fence.fenced_update('doc', '{\"id\": 1}', fence.try_xact_lock('d'), '{\"v\": \"b\"}')")
+if [ "$old_call" != t ]; then
+	echo "FAILED: the $OLD_VERSION fenced_update with the new library returned '$old_call'"
+	fail=1
+fi
+q "$GRANTED" -c 'ALTER EXTENSION pg_fence UPDATE'
+acl=$(q "$GRANTED" -c "SELECT pg_catalog.has_function_privilege('upg_writer', f, 'EXECUTE'),
+                              pg_catalog.has_function_privilege('upg_writer', f, 'EXECUTE WITH GRANT OPTION'),
+                              pg_catalog.has_function_privilege('upg_other', f, 'EXECUTE')
+                         FROM pg_catalog.to_regprocedure('fence.fenced_update(regclass, jsonb, bigint, jsonb, name, boolean, bigint)') AS f")
+if [ "$acl" != "t|t|f" ]; then
+	echo "FAILED: privileges on fenced_update after the update: '$acl' (want t|t|f: granted, grantable, revoked from PUBLIC)"
+	fail=1
+else
+	echo "fenced_update: privileges granted and revoked on $OLD_VERSION carried over"
+fi
+new_call=$(q "$GRANTED" -c "SELECT fence.fenced_update('doc', '{\"id\": 1}', fence.try_xact_lock('d'), '{\"v\": \"c\"}', expect_fence => (SELECT fence FROM doc))")
+if [ "$new_call" != t ]; then
+	echo "FAILED: fenced_update with expect_fence after the update returned '$new_call'"
+	fail=1
 fi
 
 # Schema dumps, normalised: without comment and blank lines, psql's
