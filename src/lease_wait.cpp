@@ -29,6 +29,7 @@
 #include "ext/lease_wait.hpp"
 
 #include "ext/compat.hpp"
+#include "ext/lock_tag.hpp"
 #include "ext/shmem.hpp"
 
 extern "C" {
@@ -37,9 +38,12 @@ extern "C" {
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "utils/timeout.h"
 #include "utils/wait_event.h"
 }
 
@@ -266,6 +270,52 @@ WakeLeaseWaitersAtEnd(uint64 key)
 		pending[npending++] = key;
 	else
 		pending_overflow = true;
+}
+
+void
+WaitForLeaseLock(uint64 name_hash, TimestampTz deadline)
+{
+	LOCKTAG     tag;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (now >= deadline)
+		return;
+
+	const int64   left_ms = (deadline - now + 999) / 1000;
+	const int     saved_timeout = LockTimeout;
+	const int     ours = (int) Min(left_ms, (int64) PG_INT32_MAX);
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile bool timed_out = false;
+
+	SetLockTag(&tag, kLeaseLockTagClass, name_hash);
+	/* the caller's lock_timeout still applies when it is shorter */
+	LockTimeout = (saved_timeout > 0 && saved_timeout < ours) ? saved_timeout : ours;
+	PG_TRY();
+	{
+		if (LockAcquire(&tag, ExclusiveLock, false, false) != LOCKACQUIRE_NOT_AVAIL)
+			LockRelease(&tag, ExclusiveLock, false);
+	}
+	PG_CATCH();
+	{
+		LockTimeout = saved_timeout;
+		LockErrorCleanup();
+		if (compat::HoldsLock(&tag, ExclusiveLock))
+			LockRelease(&tag, ExclusiveLock, false);
+		MemoryContextSwitchTo(oldcxt);
+
+		ErrorData *edata = CopyErrorData();
+
+		/* our own timeout: the wait is over, the caller looks again */
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE &&
+			(saved_timeout <= 0 || ours < saved_timeout))
+			timed_out = true;
+		FreeErrorData(edata);
+		if (!timed_out)
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	LockTimeout = saved_timeout;
 }
 
 uint32

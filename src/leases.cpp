@@ -400,9 +400,10 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, Times
  * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
  * holder's expiry, a wake-up (a release, or any change of the lease,
  * visible at its transaction's end; the previous head leaving), or the end
- * of the wait.  A change in flight (kBusy) ends with its transaction,
- * which wakes us if it changed the lease; otherwise we look again after
- * 100 ms.  Without shared memory (15/16 without the preload) there is no
+ * of the wait.  A call in flight on the name (kBusy: its change not yet
+ * visible, or its transaction's locks not yet released, as right after
+ * the release that woke us) is waited for in the lock manager, which
+ * wakes us the moment that transaction's locks go (WaitForLeaseLock).  Without shared memory (15/16 without the preload) there is no
  * queue and nobody to wake us: we look again at the holder's expiry or
  * after a backoff (10 ms doubling to 1 s), whichever comes first.
  * Returns the token, or 0 when the wait ended without the lease.
@@ -410,13 +411,12 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, Times
 int64
 WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 {
-	constexpr int64 kBusyRecheck = 100 * 1000; /* us */
-	TimestampTz     deadline = ExpiresAt(GetCurrentTimestamp(), wait);
-	volatile int    slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
-	volatile int64  result = 0;
-	volatile bool   waited = false; /* slept at least once: a wait for fence.stats() */
-	TimestampTz     started = GetCurrentTimestamp();
-	int64           backoff = 10 * 1000; /* us, without a queue */
+	TimestampTz    deadline = ExpiresAt(GetCurrentTimestamp(), wait);
+	volatile int   slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
+	volatile int64 result = 0;
+	volatile bool  waited = false; /* slept at least once: a wait for fence.stats() */
+	TimestampTz    started = GetCurrentTimestamp();
+	int64          backoff = 10 * 1000; /* us, without a queue */
 
 	PG_TRY();
 	{
@@ -438,12 +438,18 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 					break;
 				}
 
+				if (a == Attempt::kBusy)
+				{
+					/* a call in flight: wait in the lock manager for its transaction to end */
+					WaitForLeaseLock(NameHash(name), deadline);
+					if (GetCurrentTimestamp() < deadline)
+						continue;
+				}
+
 				TimestampTz now = GetCurrentTimestamp();
 
 				if (a == Attempt::kHeld)
 					wake = Min(wake, held_until);
-				else
-					wake = Min(wake, now + kBusyRecheck);
 				if (slot < 0)
 				{
 					wake = Min(wake, now + backoff);

@@ -54,6 +54,18 @@ bool IsLeaseQueueHead(int slot);
 /* Wakes the head waiter of `key` when the current transaction ends. */
 void WakeLeaseWaitersAtEnd(uint64 key);
 
+/*
+ * Waits, in the lock manager, until the transaction that holds the name's
+ * lease lock (a lease call in flight: its change not yet visible, or its
+ * locks not yet released) ends, at most until `deadline`; then returns, with
+ * nothing held.  A woken waiter that finds the name busy uses it, so that
+ * it is not put back to sleep by the moment between a release's commit
+ * (which wakes it) and the release of that transaction's locks.  Raises
+ * what the lock manager raises (40P01, 57014, the caller's shorter
+ * lock_timeout).
+ */
+void WaitForLeaseLock(uint64 name_hash, TimestampTz deadline);
+
 /* The wait event of a waiting lease_acquire (Extension: PgFenceLease on 17+). */
 uint32 LeaseWaitEvent();
 
