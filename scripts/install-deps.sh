@@ -8,7 +8,8 @@
 #             redis-server (the alternative lock service compared against)
 #             and libhiredis-dev (its C client, for bench/redis_path.cpp);
 #             etcd-server and etcd-client (etcd's lock, the hand-off
-#             latency comparison of bench/handoff.sh)
+#             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
+#             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl)
 #   --style   also clang-format (scripts/check-style.sh)
 #   --print   list the packages that would be installed, install nothing
 #   --list    list every package needed, installed or not (used by
@@ -52,7 +53,7 @@ for arg in "$@"; do
 	esac
 done
 if $bench; then
-	packages+=(redis-server libhiredis-dev etcd-server etcd-client)
+	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev)
 fi
 if $style; then
 	packages+=(clang-format)
