@@ -24,7 +24,8 @@
 # BENCH_HANDOFF_ROUNDS [4], BENCH_HANDOFF_SYSTEMS ["wait poll50 poll500
 # backoff etcd"], BENCH_HOLD_MIN_MS [20], BENCH_HOLD_SPREAD_MS [100] (hold
 # time = min + uniform [0, spread) ms), BENCH_HANDOFF_RESULTS
-# [bench/results-handoff-pgMAJOR.md].
+# [bench/results-handoff-pgMAJOR.md], BENCH_HANDOFF_NOTE (a line or two about
+# the run, e.g. other load on the machine, written under the table).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HANDOFFS=${BENCH_HANDOFFS:-200}
@@ -158,7 +159,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---------------------------------------------------------------------------
 # Report: per system, median and p99 (nearest rank) of both latencies, and
 # the waiter's requests per hand-off; ratios against pg_fence's wait.
-summary() { # system -> "count med_ack p99_ack med_send p99_send mean_req max_req"
+summary() { # system -> "count med_ack p99_ack med_send p99_send mean_req max_req over50"
 	local sys=$1 col
 	local -a out=()
 	out+=("$(awk -F'\t' -v s="$sys" '$1 == s' "$RAW" | wc -l)")
@@ -168,8 +169,8 @@ summary() { # system -> "count med_ack p99_ack med_send p99_send mean_req max_re
 		out+=("${v[$(((count + 1) / 2 - 1))]}")
 		out+=("${v[$(((99 * count + 99) / 100 - 1))]}")
 	done
-	out+=("$(awk -F'\t' -v s="$sys" '$1 == s { t += $6; if ($6 > m) m = $6; n++ }
-		END { printf "%.1f %d", t / n, m }' "$RAW")")
+	out+=("$(awk -F'\t' -v s="$sys" '$1 == s { t += $6; if ($6 > m) m = $6; if ($4 > 50000) o++; n++ }
+		END { printf "%.1f %d %d", t / n, m, o }' "$RAW")")
 	echo "${out[*]}"
 }
 label() {
@@ -183,15 +184,24 @@ label() {
 ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "—"; else printf "%.1f", a / b }'; }
 
-read -r _ base_med base_p99 base_smed base_sp99 base_req _ <<<"$(summary wait)"
+read -r _ base_med base_p99 base_smed base_sp99 base_req _ _ <<<"$(summary wait)"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+commit=$(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo unknown)
+version=$(psql -XAtqc "SELECT extversion FROM pg_extension WHERE extname = 'pg_fence'")
 {
 	echo "# Lease hand-off latency"
 	echo
-	echo "Written by \`bench/handoff.sh\` (run by \`make bench\`) on $(date -u '+%Y-%m-%d %H:%M UTC'):"
-	echo "PostgreSQL $server (fsync $fsync, synchronous_commit on), $(nproc) cores,"
-	echo "$ROUNDS interleaved rounds of $PER_ROUND hand-offs per system, hold time"
-	echo "$HOLD_MIN ms + uniform [0, $HOLD_SPREAD) ms. Load average (1, 5, 15 min) before the"
-	echo "run $LOAD_BEFORE, after it $LOAD_AFTER."
+	echo "Written by \`bench/handoff.sh\` (run by \`make bench\`) on $(date -u '+%Y-%m-%d %H:%M UTC')."
+	echo "How it measures: [README.md](README.md), \"Lease hand-off latency\"."
+	echo
+	echo "| | |"
+	echo "|---|---|"
+	echo "| machine | $(nproc) CPUs, $cpu |"
+	echo "| load average (1/5/15 min) | before: $LOAD_BEFORE; after: $LOAD_AFTER |"
+	echo "| PostgreSQL | $server, fsync $fsync, synchronous_commit on, pg_fence preloaded |"
+	echo "| pg_fence | $version (commit $commit) |"
+	echo "| etcd | ${etcd_version:-not run}, one member, its own data directory on the same disk |"
+	echo "| runs | $ROUNDS interleaved rounds of $PER_ROUND hand-offs per system; hold time $HOLD_MIN ms + uniform [0, $HOLD_SPREAD) ms |"
 	echo
 	echo "Hand-off = from the moment holder A's release returned to A to the moment"
 	echo "waiter B's acquire returned the lock to B (\"after ack\"); also from the moment"
@@ -199,12 +209,16 @@ read -r _ base_med base_p99 base_smed base_sp99 base_req _ <<<"$(summary wait)"
 	echo "for one hand-off. × pg_fence = this system's value ÷ pg_fence's (waiting in"
 	echo "the server) in the same run: above 1 pg_fence is faster, or sends fewer."
 	echo
-	echo "| waiter | hand-offs | median after ack (ms) | × pg_fence | p99 after ack (ms) | × pg_fence | median after send (ms) | p99 after send (ms) | requests per hand-off (mean, max) | × pg_fence |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| waiter | hand-offs | median after ack (ms) | × pg_fence | p99 after ack (ms) | × pg_fence | median after send (ms) | p99 after send (ms) | requests per hand-off (mean, max) | × pg_fence | over 50 ms after ack |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for sys in "${systems[@]}"; do
-		read -r cnt med p99 smed sp99 req maxreq <<<"$(summary "$sys")"
-		echo "| $(label "$sys") | $cnt | $(ms "$med") | $(ratio "$med" "$base_med") | $(ms "$p99") | $(ratio "$p99" "$base_p99") | $(ms "$smed") | $(ms "$sp99") | $req, $maxreq | $(ratio "$req" "$base_req") |"
+		read -r cnt med p99 smed sp99 req maxreq over <<<"$(summary "$sys")"
+		echo "| $(label "$sys") | $cnt | $(ms "$med") | $(ratio "$med" "$base_med") | $(ms "$p99") | $(ratio "$p99" "$base_p99") | $(ms "$smed") | $(ms "$sp99") | $req, $maxreq | $(ratio "$req" "$base_req") | $over |"
 	done
+	if [ -n "${BENCH_HANDOFF_NOTE:-}" ]; then
+		echo
+		echo "$BENCH_HANDOFF_NOTE"
+	fi
 	if [ ${#SKIPPED[@]} -gt 0 ]; then
 		echo
 		echo "Skipped:"
