@@ -86,20 +86,20 @@ enum class Mode
 
 struct Options
 {
-	Mode mode = Mode::Wait;
-	int handoffs = 50;
+	Mode        mode = Mode::Wait;
+	int         handoffs = 50;
 	std::string name = "handoff";
-	int hold_min_ms = 20;
-	int hold_spread_ms = 100;
-	int interval_ms = 50;
+	int         hold_min_ms = 20;
+	int         hold_spread_ms = 100;
+	int         interval_ms = 50;
 	std::string etcd;
-	unsigned seed = 1;
+	unsigned    seed = 1;
 };
 
 /* One lock client: acquire (waiting as the mode says) and release. */
 class LockClient
 {
-  public:
+public:
 	virtual ~LockClient() = default;
 	/* Returns when the lock is ours; counts the requests sent meanwhile. */
 	virtual void Acquire(int &requests) = 0;
@@ -108,7 +108,7 @@ class LockClient
 
 class PgClient : public LockClient
 {
-  public:
+public:
 	PgClient(const Options &opt, const std::string &holder, unsigned seed)
 		: opt_(opt), holder_(holder), rng_(seed)
 	{
@@ -121,7 +121,8 @@ class PgClient : public LockClient
 	}
 	~PgClient() override { PQfinish(conn_); }
 
-	void Acquire(int &requests) override
+	void
+	Acquire(int &requests) override
 	{
 		if (opt_.mode == Mode::Wait)
 		{
@@ -141,11 +142,12 @@ class PgClient : public LockClient
 		}
 	}
 
-	void Release() override
+	void
+	Release() override
 	{
 		const char *params[2] = {opt_.name.c_str(), token_.c_str()};
-		PGresult *res = PQexecPrepared(conn_, "release", 2, params, nullptr, nullptr, 0);
-		bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+		PGresult   *res = PQexecPrepared(conn_, "release", 2, params, nullptr, nullptr, 0);
+		bool        ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 				  std::strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 		std::string err = PQresultErrorMessage(res);
 		PQclear(res);
@@ -153,11 +155,12 @@ class PgClient : public LockClient
 			throw std::runtime_error("lease_release did not return true: " + err);
 	}
 
-  private:
-	void Prepare(const char *stmt, const char *sql)
+private:
+	void
+	Prepare(const char *stmt, const char *sql)
 	{
-		PGresult *res = PQprepare(conn_, stmt, sql, 0, nullptr);
-		bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+		PGresult   *res = PQprepare(conn_, stmt, sql, 0, nullptr);
+		bool        ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 		std::string err = PQresultErrorMessage(res);
 		PQclear(res);
 		if (!ok)
@@ -165,10 +168,11 @@ class PgClient : public LockClient
 	}
 
 	/* One lease_acquire call; true (and the token kept) when granted. */
-	bool TryAcquire(const char *stmt)
+	bool
+	TryAcquire(const char *stmt)
 	{
 		const char *params[2] = {opt_.name.c_str(), holder_.c_str()};
-		PGresult *res = PQexecPrepared(conn_, stmt, 2, params, nullptr, nullptr, 0);
+		PGresult   *res = PQexecPrepared(conn_, stmt, 2, params, nullptr, nullptr, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		{
 			std::string err = PQresultErrorMessage(res);
@@ -183,23 +187,25 @@ class PgClient : public LockClient
 	}
 
 	const Options &opt_;
-	std::string holder_;
-	std::mt19937 rng_;
-	PGconn *conn_ = nullptr;
-	std::string token_;
+	std::string    holder_;
+	std::mt19937   rng_;
+	PGconn        *conn_ = nullptr;
+	std::string    token_;
 };
 
-size_t AppendBody(char *data, size_t size, size_t nmemb, void *out)
+size_t
+AppendBody(char *data, size_t size, size_t nmemb, void *out)
 {
 	static_cast<std::string *>(out)->append(data, size * nmemb);
 	return size * nmemb;
 }
 
 /* The string value of "field" in a flat JSON answer of etcd's gateway. */
-std::string JsonString(const std::string &body, const std::string &field)
+std::string
+JsonString(const std::string &body, const std::string &field)
 {
 	std::string pattern = "\"" + field + "\":\"";
-	size_t start = body.find(pattern);
+	size_t      start = body.find(pattern);
 	if (start == std::string::npos)
 		throw std::runtime_error("etcd: no " + field + " in " + body);
 	start += pattern.size();
@@ -209,12 +215,13 @@ std::string JsonString(const std::string &body, const std::string &field)
 	return body.substr(start, end - start);
 }
 
-std::string Base64(const std::string &in)
+std::string
+Base64(const std::string &in)
 {
 	static const char *const alphabet =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	std::string out;
-	size_t i = 0;
+	size_t      i = 0;
 	for (; i + 2 < in.size(); i += 3)
 	{
 		unsigned v = (unsigned char) in[i] << 16 | (unsigned char) in[i + 1] << 8 |
@@ -239,7 +246,7 @@ std::string Base64(const std::string &in)
 
 class EtcdClient : public LockClient
 {
-  public:
+public:
 	explicit EtcdClient(const Options &opt) : opt_(opt)
 	{
 		curl_ = curl_easy_init();
@@ -249,7 +256,8 @@ class EtcdClient : public LockClient
 	}
 	~EtcdClient() override { curl_easy_cleanup(curl_); }
 
-	void Acquire(int &requests) override
+	void
+	Acquire(int &requests) override
 	{
 		requests = 1;
 		key_ = JsonString(Post("/v3/lock/lock", "{\"name\":\"" + Base64(opt_.name) +
@@ -257,10 +265,15 @@ class EtcdClient : public LockClient
 						  "key");
 	}
 
-	void Release() override { Post("/v3/lock/unlock", "{\"key\":\"" + key_ + "\"}"); }
+	void
+	Release() override
+	{
+		Post("/v3/lock/unlock", "{\"key\":\"" + key_ + "\"}");
+	}
 
-  private:
-	std::string Post(const std::string &path, const std::string &body)
+private:
+	std::string
+	Post(const std::string &path, const std::string &body)
 	{
 		std::string url = opt_.etcd + path, answer;
 		curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
@@ -282,25 +295,26 @@ class EtcdClient : public LockClient
 	}
 
 	const Options &opt_;
-	CURL *curl_ = nullptr;
-	std::string lease_;
-	std::string key_;
+	CURL          *curl_ = nullptr;
+	std::string    lease_;
+	std::string    key_;
 };
 
 /* What the two threads share: whose turn it is to wait, and the timings. */
 struct Shared
 {
-	std::mutex mu;
-	std::condition_variable cv;
-	int turn = 0; /* thread allowed to start waiting; -1: none */
-	bool done = false;
-	bool failed = false;
-	int grants = 0;
+	std::mutex                     mu;
+	std::condition_variable        cv;
+	int                            turn = 0; /* thread allowed to start waiting; -1: none */
+	bool                           done = false;
+	bool                           failed = false;
+	int                            grants = 0;
 	std::vector<Clock::time_point> granted, release_sent, release_acked;
-	std::vector<int> requests;
+	std::vector<int>               requests;
 };
 
-void RunThread(int me, const Options &opt, Shared &sh)
+void
+RunThread(int me, const Options &opt, Shared &sh)
 {
 	try
 	{
@@ -309,7 +323,7 @@ void RunThread(int me, const Options &opt, Shared &sh)
 			client.reset(new EtcdClient(opt));
 		else
 			client.reset(new PgClient(opt, "bench-" + std::to_string(me), opt.seed * 2 + me));
-		std::mt19937 rng(opt.seed * 2 + me + 1000);
+		std::mt19937                       rng(opt.seed * 2 + me + 1000);
 		std::uniform_int_distribution<int> spread(0, std::max(opt.hold_spread_ms - 1, 0));
 		for (;;)
 		{
@@ -323,7 +337,7 @@ void RunThread(int me, const Options &opt, Shared &sh)
 			int requests = 0;
 			client->Acquire(requests);
 			Clock::time_point got = Clock::now();
-			int g;
+			int               g;
 			{
 				std::lock_guard<std::mutex> lk(sh.mu);
 				g = sh.grants++;
@@ -357,7 +371,8 @@ void RunThread(int me, const Options &opt, Shared &sh)
 	}
 }
 
-Options ParseArgs(int argc, char **argv)
+Options
+ParseArgs(int argc, char **argv)
 {
 	Options opt;
 	for (int i = 1; i < argc; i++)
@@ -403,14 +418,16 @@ Options ParseArgs(int argc, char **argv)
 	return opt;
 }
 
-long Micros(Clock::duration d)
+long
+Micros(Clock::duration d)
 {
 	return (long) std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
 } // namespace
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	try
 	{
