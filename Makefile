@@ -86,9 +86,10 @@ check-style:
 test-versions:
 	bash scripts/test-versions.sh
 
-# Benchmarks (bench/README.md): extra packages (redis-server, hiredis), then
-# every scenario on a throwaway cluster with fsync on, then the grant and
-# write paths with and without the preload (bench/configs.sh).
+# Benchmarks (bench/README.md): extra packages (redis-server, hiredis, etcd,
+# libcurl), then every scenario on a throwaway cluster with fsync on, then the
+# grant and write paths with and without the preload (bench/configs.sh), then
+# lease hand-off latency against polling and etcd (bench/handoff.sh).
 bench:
 	@bash scripts/install-deps.sh --bench
 	$(MAKE) all
@@ -96,6 +97,7 @@ bench:
 	$(MAKE) bench-tools
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
 	bash bench/configs.sh
+	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).

@@ -6,7 +6,10 @@
 # Usage: scripts/install-deps.sh [--bench] [--style] [--print | --list]
 #   --bench   also the packages only the benchmarks need (make bench):
 #             redis-server (the alternative lock service compared against)
-#             and libhiredis-dev (its C client, for bench/redis_path.cpp)
+#             and libhiredis-dev (its C client, for bench/redis_path.cpp);
+#             etcd-server and etcd-client (etcd's lock, the hand-off
+#             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
+#             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl)
 #   --style   also clang-format (scripts/check-style.sh)
 #   --print   list the packages that would be installed, install nothing
 #   --list    list every package needed, installed or not (used by
@@ -50,7 +53,7 @@ for arg in "$@"; do
 	esac
 done
 if $bench; then
-	packages+=(redis-server libhiredis-dev)
+	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev)
 fi
 if $style; then
 	packages+=(clang-format)
@@ -112,6 +115,15 @@ if printf '%s\n' "${missing[@]}" | grep -qx prometheus-postgres-exporter; then
 		$SUDO systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 || true
 	elif [ -x /etc/init.d/prometheus-postgres-exporter ]; then
 		$SUDO /etc/init.d/prometheus-postgres-exporter stop >/dev/null 2>&1 || true
+	fi
+fi
+# And etcd-server's starts a system etcd on port 2379; bench/handoff.sh runs
+# its own member on free loopback ports with a data dir in a temp dir.
+if printf '%s\n' "${missing[@]}" | grep -qx etcd-server; then
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/etcd ]; then
+		$SUDO /etc/init.d/etcd stop >/dev/null 2>&1 || true
 	fi
 fi
 echo "pg_fence: packages installed" >&2
