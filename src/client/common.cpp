@@ -60,12 +60,23 @@ TimeoutMillis(std::chrono::steady_clock::duration d)
 std::string
 OneLine(std::string s)
 {
-	while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r'))
-		s.pop_back();
-	for (char &c : s)
-		if (c == '\n')
-			c = ' ';
-	return s;
+	/* one line, runs of blanks (libpq indents its hints with tabs) as one space */
+	std::string out;
+	bool        blank = false;
+
+	for (char c : s)
+	{
+		if (c == '\n' || c == '\r' || c == '\t' || c == ' ')
+		{
+			blank = true;
+			continue;
+		}
+		if (blank && !out.empty())
+			out += ' ';
+		blank = false;
+		out += c;
+	}
+	return out;
 }
 
 } // namespace client_internal

@@ -29,7 +29,7 @@ std::string IntervalLiteral(std::chrono::microseconds d);
 /* Milliseconds, at least 1, for SET statement_timeout. */
 std::string TimeoutMillis(std::chrono::steady_clock::duration d);
 
-/* `s` on one line: trailing newlines and blanks removed, inner newlines made spaces (libpq messages). */
+/* `s` on one line: runs of newlines, tabs and spaces made one space, none at the ends (libpq messages). */
 std::string OneLine(std::string s);
 
 } // namespace fence::client_internal

@@ -26,6 +26,14 @@ namespace fence::client_internal {
 
 namespace {
 
+/* The server's notices and warnings (e.g. "terminating connection due to
+ * immediate shutdown command") are not the application's stderr's business:
+ * the lease reports what matters through its callbacks. */
+void
+IgnoreNotice(void *, const char *)
+{
+}
+
 PqOutcome
 Fail(PqOutcome::Kind kind, std::string message)
 {
@@ -136,6 +144,7 @@ PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int sto
 		Close();
 		return o;
 	}
+	PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	for (;;)
 	{
