@@ -23,13 +23,13 @@ namespace fence {
 
 namespace {
 
-/* pg_stat_activity.wait_event of a waiting fence.lock / fence.xact_lock (17+). */
+/* pg_stat_activity.wait_event of a waiting fence.lock / xact_lock / lock_shared (17+). */
 constexpr const char *kLockWaitEvent = "PgFenceLock";
 
 } /* namespace */
 
 LockAcquireResult
-WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
+WaitForLock(const LOCKTAG *tag, LOCKMODE mode, bool session, int64 wait_usecs, NameArg name)
 {
 	const int   saved_timeout = LockTimeout;
 	const int64 wait_ms =
@@ -49,7 +49,7 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 	 * that does not wait still queues behind waiters (the lock manager checks
 	 * the wait mask first), so this changes no one's turn.
 	 */
-	res = LockAcquire(tag, ExclusiveLock, session, true);
+	res = LockAcquire(tag, mode, session, true);
 	if (res != LOCKACQUIRE_NOT_AVAIL)
 		return res;
 
@@ -61,7 +61,7 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 	PG_TRY();
 	{
 		compat::BeginCustomWait(wait_event);
-		res = LockAcquire(tag, ExclusiveLock, session, false);
+		res = LockAcquire(tag, mode, session, false);
 		compat::EndCustomWait(wait_event);
 	}
 	PG_CATCH();
@@ -70,8 +70,8 @@ WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name)
 		LockTimeout = saved_timeout;
 		/* out of the wait queue, or granted after all: then give it back */
 		LockErrorCleanup();
-		if (compat::HoldsLock(tag, ExclusiveLock))
-			LockRelease(tag, ExclusiveLock, session);
+		if (compat::HoldsLock(tag, mode))
+			LockRelease(tag, mode, session);
 		MemoryContextSwitchTo(oldcxt);
 		StatsCountWait(GetCurrentTimestamp() - wait_start);
 

@@ -3,7 +3,7 @@
  * locks.cpp
  *	  Connection-bound named locks with fencing tokens:
  *	  fence.try_lock, fence.lock, fence.try_xact_lock, fence.xact_lock,
- *	  fence.unlock, fence.unlock_all.
+ *	  fence.try_lock_shared, fence.lock_shared, fence.unlock, fence.unlock_all.
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals, so PostgreSQL errors may longjmp through them; the
@@ -41,6 +41,7 @@ struct HeldLock
 	int64       token;         /* fencing token of this grant */
 	int32       session_holds; /* released by unlock / unlock_all */
 	int32       xact_holds;    /* released at (sub)transaction end */
+	bool        shared;        /* ShareLock (session only), else ExclusiveLock */
 	TimestampTz granted_at;
 };
 
@@ -74,11 +75,11 @@ EnsureHeldLocks()
 		hash_create("pg_fence held locks", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-/* Does this backend hold the lock manager's lock on tag (in any scope)? */
+/* Does this backend hold the lock manager's lock on tag in mode (in any scope)? */
 bool
-HeldByMe(const LOCKTAG *tag)
+HeldByMe(const LOCKTAG *tag, LOCKMODE mode)
 {
-	return compat::HoldsLock(tag, ExclusiveLock);
+	return compat::HoldsLock(tag, mode);
 }
 
 /* Make room for one more transaction hold (may raise out of memory). */
@@ -121,6 +122,25 @@ ForgetIfUnheld(HeldLock *lock)
 	hash_search(held_locks, &key, HASH_REMOVE, nullptr);
 }
 
+/* The lock manager's mode of a held name. */
+LOCKMODE
+ModeOf(const HeldLock *lock)
+{
+	return LockModeFor(lock->shared ? HoldMode::kShared : HoldMode::kExclusive);
+}
+
+/*
+ * The registry's kind of a held name: 'S' shared (session), else 's' when a
+ * session hold exists, else 'x' (transaction holds only).
+ */
+char
+GrantKind(const HeldLock *lock)
+{
+	if (lock->shared)
+		return 'S';
+	return lock->session_holds > 0 ? 's' : 'x';
+}
+
 /*
  * Tell the registry behind fence.locks which scope holds the name now: a
  * session hold, if any, else transaction holds.
@@ -128,8 +148,8 @@ ForgetIfUnheld(HeldLock *lock)
 void
 RecordKind(const HeldLock *lock)
 {
-	StatsRecordGrant(lock->key, lock->name, lock->name_len, lock->token,
-					 lock->session_holds > 0 ? 's' : 'x', lock->granted_at);
+	StatsRecordGrant(lock->key, lock->name, lock->name_len, lock->token, GrantKind(lock),
+					 lock->granted_at);
 }
 
 /*
@@ -148,7 +168,7 @@ CheckSessionHolds(HeldLock *lock)
 	LOCKTAG tag;
 
 	SetLockTag(&tag, kLockTagClass, lock->key);
-	if (!HeldByMe(&tag))
+	if (!HeldByMe(&tag, ModeOf(lock)))
 	{
 		lock->session_holds = 0;
 		ForgetIfUnheld(lock);
@@ -246,12 +266,42 @@ SubXactCallback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId p
 	}
 }
 
+/*
+ * A backend holds a name in one mode at a time: refuse a request in the
+ * other mode (55000), whether it would wait or not.  Upgrading a shared hold
+ * would deadlock as soon as two sharers tried it; and a shared request under
+ * an exclusive hold would need a second, differently counted hold of the
+ * same name with its own token.
+ */
+void
+CheckSameMode(const HeldLock *lock, HoldMode mode)
+{
+	if (lock->shared == (mode == HoldMode::kShared))
+		return;
+	if (lock->shared)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lock \"%s\" is held in shared mode by this session", lock->name),
+				 errdetail("A shared hold cannot be upgraded to an exclusive one: two sessions "
+						   "upgrading at once would deadlock."),
+				 errhint("Release the shared hold with fence.unlock first.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("lock \"%s\" is held in exclusive mode by this session", lock->name),
+			 errdetail("A session holds a lock in one mode at a time; its exclusive hold "
+					   "already keeps every other session out."),
+			 errhint("Take another exclusive hold, or release the lock with fence.unlock first.")));
+}
+
 } /* namespace */
 
 bool
-AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
+AcquireLock(NameArg name, Scope scope, HoldMode mode, int64 wait_usecs, int64 *token)
 {
-	const bool session = scope == Scope::kSession;
+	const bool              session = scope == Scope::kSession;
+	const volatile LOCKMODE lmode = LockModeFor(mode);
+
+	Assert(session || mode == HoldMode::kExclusive);
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -280,6 +330,8 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 
 	if (lock != nullptr)
 	{
+		CheckSameMode(lock, mode);
+
 		/*
 		 * Re-entrant grant: same token, one more hold.  A first hold in the
 		 * other scope takes the lock manager's lock for that scope too (it
@@ -288,7 +340,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		bool first_in_scope = session ? lock->session_holds == 0 : lock->xact_holds == 0;
 
 		if (first_in_scope)
-			(void) LockAcquire(&tag, ExclusiveLock, session, true);
+			(void) LockAcquire(&tag, lmode, session, true);
 		if (session)
 		{
 			lock->session_holds++;
@@ -309,9 +361,9 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 	LockAcquireResult res;
 
 	if (wait_usecs == 0)
-		res = LockAcquire(&tag, ExclusiveLock, session, true);
+		res = LockAcquire(&tag, lmode, session, true);
 	else
-		res = WaitForLock(&tag, session, wait_usecs, name);
+		res = WaitForLock(&tag, lmode, session, wait_usecs, name);
 
 	if (res == LOCKACQUIRE_NOT_AVAIL)
 	{
@@ -337,6 +389,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 		lock->name = nullptr;
 		lock->session_holds = 0;
 		lock->xact_holds = 0;
+		lock->shared = mode == HoldMode::kShared;
 		entered = true;
 		lock->name = static_cast<char *>(MemoryContextAlloc(TopMemoryContext, name.len + 1));
 		memcpy(lock->name, name.data, name.len);
@@ -351,7 +404,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 			PushXactHold(lock);
 			lock->xact_holds = 1;
 		}
-		StatsRecordGrant(key, lock->name, lock->name_len, t, session ? 's' : 'x', lock->granted_at);
+		StatsRecordGrant(key, lock->name, lock->name_len, t, GrantKind(lock), lock->granted_at);
 		*token = t;
 	}
 	PG_CATCH();
@@ -372,7 +425,7 @@ AcquireLock(NameArg name, Scope scope, int64 wait_usecs, int64 *token)
 				hash_search(held_locks, &key, HASH_REMOVE, nullptr);
 			}
 		}
-		LockRelease(&tag, ExclusiveLock, session);
+		LockRelease(&tag, lmode, session);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -406,7 +459,7 @@ ReleaseLock(NameArg name, int64 token)
 		LOCKTAG tag;
 
 		SetLockTag(&tag, kLockTagClass, key);
-		LockRelease(&tag, ExclusiveLock, true);
+		LockRelease(&tag, ModeOf(lock), true);
 		if (lock->xact_holds > 0)
 			RecordKind(lock); /* transaction holds remain */
 		ForgetIfUnheld(lock);
@@ -436,9 +489,9 @@ ReleaseAllSessionLocks()
 
 		SetLockTag(&tag, kLockTagClass, lock->key);
 		/* skip holds that pg_advisory_unlock_all() / DISCARD ALL already ended */
-		if (lock->xact_holds > 0 || HeldByMe(&tag))
+		if (lock->xact_holds > 0 || HeldByMe(&tag, ModeOf(lock)))
 		{
-			LockRelease(&tag, ExclusiveLock, true);
+			LockRelease(&tag, ModeOf(lock), true);
 			released++;
 		}
 		lock->session_holds = 0;
@@ -452,12 +505,13 @@ ReleaseAllSessionLocks()
 
 } /* namespace fence */
 
+using fence::HoldMode;
 using fence::NameArg;
 using fence::Scope;
 
-/* Shared body of the four lock functions. */
+/* Common body of the six lock functions. */
 static Datum
-LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
+LockFunction(FunctionCallInfo fcinfo, Scope scope, HoldMode mode, bool wait)
 {
 	NameArg name = fence::GetNameArg(fcinfo, 0, "name");
 	int64   wait_usecs = 0;
@@ -467,7 +521,7 @@ LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
 
 	int64 token = 0;
 
-	if (!fence::AcquireLock(name, scope, wait_usecs, &token))
+	if (!fence::AcquireLock(name, scope, mode, wait_usecs, &token))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(token);
 }
@@ -479,8 +533,9 @@ LockFunction(FunctionCallInfo fcinfo, Scope scope, bool wait)
  */
 FENCE_SQL_FUNCTION(fence_try_lock)
 {
-	return fence::Entry(
-		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kSession, false); });
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, HoldMode::kExclusive, false);
+	});
 }
 
 /*
@@ -490,8 +545,9 @@ FENCE_SQL_FUNCTION(fence_try_lock)
  */
 FENCE_SQL_FUNCTION(fence_lock)
 {
-	return fence::Entry(
-		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kSession, true); });
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, HoldMode::kExclusive, true);
+	});
 }
 
 /*
@@ -500,8 +556,9 @@ FENCE_SQL_FUNCTION(fence_lock)
  */
 FENCE_SQL_FUNCTION(fence_try_xact_lock)
 {
-	return fence::Entry(
-		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kTransaction, false); });
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kTransaction, HoldMode::kExclusive, false);
+	});
 }
 
 /*
@@ -510,14 +567,42 @@ FENCE_SQL_FUNCTION(fence_try_xact_lock)
  */
 FENCE_SQL_FUNCTION(fence_xact_lock)
 {
-	return fence::Entry(
-		fcinfo, [](FunctionCallInfo fc) { return LockFunction(fc, Scope::kTransaction, true); });
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kTransaction, HoldMode::kExclusive, true);
+	});
+}
+
+/*
+ * fence.try_lock_shared(name text) RETURNS bigint
+ *	 Shared session lock without waiting: the fencing token, or NULL when
+ *	 another session holds name exclusive or waits for it exclusive.  55000
+ *	 when this session holds name exclusive.  Takes: advisory ShareLock
+ *	 (session).
+ */
+FENCE_SQL_FUNCTION(fence_try_lock_shared)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, HoldMode::kShared, false);
+	});
+}
+
+/*
+ * fence.lock_shared(name text, timeout interval DEFAULT NULL) RETURNS bigint
+ *	 Shared session lock, waiting at most timeout (NULL: no limit).  55P03
+ *	 on timeout; 40P01 on deadlock; 55000 when this session holds name
+ *	 exclusive.  Takes: advisory ShareLock (session).
+ */
+FENCE_SQL_FUNCTION(fence_lock_shared)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return LockFunction(fc, Scope::kSession, HoldMode::kShared, true);
+	});
 }
 
 /*
  * fence.unlock(name text, token bigint) RETURNS boolean
- *	 Releases one session hold of name if this session holds it under token;
- *	 false otherwise (no error).
+ *	 Releases one session hold of name, exclusive or shared, if this session
+ *	 holds it under token; false otherwise (no error).
  */
 FENCE_SQL_FUNCTION(fence_unlock)
 {
@@ -531,7 +616,8 @@ FENCE_SQL_FUNCTION(fence_unlock)
 
 /*
  * fence.unlock_all() RETURNS integer
- *	 Releases every session lock of this session (transaction holds stay);
+ *	 Releases every session lock of this session, exclusive and shared
+ *	 (transaction holds stay);
  *	 returns the number of names released.
  */
 FENCE_SQL_FUNCTION(fence_unlock_all)

@@ -49,6 +49,21 @@ NoticeIfNoSharedMemory(const char *what)
 			 "Add pg_fence to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/* fence.locks' kind of a registry entry's kind (see StatsRecordGrant). */
+static const char *
+LockKindName(char kind)
+{
+	switch (kind)
+	{
+		case 'x':
+			return "xact";
+		case 'S':
+			return "shared";
+		default:
+			return "session";
+	}
+}
+
 /* fence.held_locks(): one row per registered hold in this database. */
 Datum
 HeldLocks(FunctionCallInfo fcinfo)
@@ -70,7 +85,7 @@ HeldLocks(FunctionCallInfo fcinfo)
 		values[1] = Int64GetDatum((int64) locks[i].key);
 		values[2] = CStringGetTextDatum(locks[i].name);
 		values[3] = Int64GetDatum(locks[i].token);
-		values[4] = CStringGetTextDatum(locks[i].kind == 'x' ? "xact" : "session");
+		values[4] = CStringGetTextDatum(LockKindName(locks[i].kind));
 		values[5] = TimestampTzGetDatum(locks[i].granted_at);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

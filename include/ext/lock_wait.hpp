@@ -21,7 +21,7 @@ extern "C" {
 namespace fence {
 
 /*
- * LockAcquire that waits: wait_usecs < 0 without a limit of our own, > 0 at
+ * LockAcquire of tag in mode that waits: wait_usecs < 0 without a limit of our own, > 0 at
  * most that long (rounded up to whole milliseconds, and capped at INT_MAX
  * milliseconds, the largest lock_timeout), then 55P03 naming the lock.
  *
@@ -44,6 +44,7 @@ namespace fence {
  * unknown to pg_fence.  Clean up the wait here instead, and release the lock
  * if it was granted, before the error propagates (SPEC guarantee 8).
  */
-LockAcquireResult WaitForLock(const LOCKTAG *tag, bool session, int64 wait_usecs, NameArg name);
+LockAcquireResult WaitForLock(const LOCKTAG *tag, LOCKMODE mode, bool session, int64 wait_usecs,
+							  NameArg name);
 
 } /* namespace fence */

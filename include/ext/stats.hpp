@@ -24,7 +24,7 @@ namespace fence {
  */
 enum class StatKind
 {
-	kAcquiredSession,  /* grants of session locks (re-entrant ones included) */
+	kAcquiredSession,  /* grants of session locks, shared ones and re-entrant ones included */
 	kAcquiredXact,     /* grants of transaction locks (re-entrant ones included) */
 	kAcquiredLease,    /* lease grants (takeovers included) */
 	kBusy,             /* try_* / lease_acquire that found it held */
@@ -61,7 +61,8 @@ bool StatsReset();
 
 /*
  * Record that this backend now holds name (first hold) under token;
- * kind is 's' (session) or 'x' (transaction).
+ * kind is 's' (session), 'x' (transaction) or 'S' (shared session hold;
+ * fence.locks shows it as "shared").
  */
 void StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char kind,
 					  TimestampTz granted_at);

@@ -107,7 +107,7 @@ SELECT le.name, 'lease'::text, le.token, NULL::integer,
   FROM fence.leases AS le;
 
 COMMENT ON VIEW fence.locks IS
-'pg_fence: one row per held lock or lease in this database: name, kind (session, xact, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases), longest_wait (how long the first of them has waited; NULL when none waits, and for leases). Each waiter is a row of fence.waiters. Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
+'pg_fence: one row per held lock or lease in this database (one per holder of a shared lock): name, kind (session, xact, shared, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases), longest_wait (how long the first of them has waited; NULL when none waits, and for leases). Each waiter is a row of fence.waiters. Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
 
 GRANT SELECT ON fence.locks TO PUBLIC;
 
@@ -140,7 +140,7 @@ SELECT r.name, w.pid, a.application_name,
  WHERE NOT w.granted;
 
 COMMENT ON VIEW fence.waiters IS
-'pg_fence: one row per backend waiting for a connection-bound lock (fence.lock, fence.xact_lock) in this database: name (from the holder''s entry in the registry; NULL without shared memory or when no holder is registered), pid and application_name of the waiting backend, wait_started (pg_locks.waitstart; NULL for the first instants of a wait), waited (how long it has waited so far), holder_pid (the backend holding the lock; NULL for a prepared transaction).';
+'pg_fence: one row per backend waiting for a connection-bound lock (fence.lock, fence.xact_lock, fence.lock_shared) in this database, and per holder when several sessions hold it shared: name (from the holder''s entry in the registry; NULL without shared memory or when no holder is registered), pid and application_name of the waiting backend, wait_started (pg_locks.waitstart; NULL for the first instants of a wait), waited (how long it has waited so far), holder_pid (the backend holding the lock; NULL for a prepared transaction).';
 
 GRANT SELECT ON fence.waiters TO PUBLIC;
 

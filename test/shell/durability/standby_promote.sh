@@ -103,6 +103,10 @@ calls=("fence.try_lock('standby/x')" "fence.lock('standby/x')"
 if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.lease_acquire') IS NOT NULL")" = t ]; then
 	calls+=("fence.lease_acquire('standby/x', interval '1 minute')")
 fi
+if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.lock_shared') IS NOT NULL")" = t ]; then
+	calls+=("fence.try_lock_shared('standby/x')" "fence.lock_shared('standby/x')"
+		"fence.lock_shared('standby/x', interval '1 second')")
+fi
 for call in "${calls[@]}"; do
 	out=$(psql -X -q -At -p "$SPORT" -d "$DB" -v VERBOSITY=sqlstate -c "SELECT $call" 2>&1 || true)
 	if [ "$out" = "ERROR:  25006" ]; then

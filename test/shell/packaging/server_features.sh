@@ -6,7 +6,8 @@
 #   - a fence.lock waiting for another session shows in pg_stat_activity as
 #     wait event Extension / PgFenceLock on PostgreSQL 17 and later (Lock /
 #     advisory before), while pg_locks and pg_blocking_pids() still show the
-#     advisory lock wait; after the wait the backend's wait event is clear;
+#     advisory lock wait; likewise a fence.lock_shared (in ShareLock); after
+#     the wait the backend's wait event is clear;
 #   - on 18 and later, pg_get_loaded_modules() names the library with the
 #     control file's version (PG_MODULE_MAGIC_EXT);
 #   - the registry behind fence.locks (an open-addressing table) keeps
@@ -68,6 +69,39 @@ wait "$WAITER"
 rc=$?
 WAITER=
 check "the waiter got the lock when the holder left" "0" "$rc"
+
+# the same for a fence.lock_shared waiting for an exclusive holder
+q -c "SELECT fence.lock('feature-wait-sh') > 0" -c 'SELECT pg_sleep(4)' >/dev/null &
+HOLDER=$!
+for _ in $(seq 1 100); do
+	[ "$(q -c "SELECT count(*) FROM fence.locks WHERE name = 'feature-wait-sh'")" = 1 ] && break
+	sleep 0.05
+done
+PGAPPNAME=feature_waiter_sh q -c "SELECT fence.lock_shared('feature-wait-sh', '20 s') > 0" >/dev/null 2>&1 &
+WAITER=$!
+seen=
+for _ in $(seq 1 100); do
+	seen=$(q -c "SELECT a.wait_event_type || '/' || a.wait_event || ' ' ||
+	                    (SELECT l.mode FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted
+	                        AND l.locktype = 'advisory') || ' ' ||
+	                    (cardinality(pg_blocking_pids(a.pid)) = 1)
+	               FROM pg_stat_activity a WHERE a.application_name = 'feature_waiter_sh'
+	                AND a.state = 'active'")
+	case $seen in */*\ ShareLock\ true) break ;; esac
+	sleep 0.05
+done
+if [ "$version" -ge 170000 ]; then
+	check "17+: waiting fence.lock_shared shows Extension/PgFenceLock, a ShareLock advisory wait" \
+		"Extension/PgFenceLock ShareLock true" "$seen"
+else
+	check "15/16: waiting fence.lock_shared shows the lock manager's wait, in ShareLock" \
+		"Lock/advisory ShareLock true" "$seen"
+fi
+wait "$HOLDER"
+wait "$WAITER"
+rc=$?
+WAITER=
+check "the shared waiter got the lock when the holder left" "0" "$rc"
 
 # after a wait that ended in an error, the backend's wait event is clear
 out=$(q -c "SELECT fence.lock('feature-wait2') > 0" -c 'SELECT pg_sleep(3)' >/dev/null &
