@@ -49,6 +49,16 @@ InitIssuedTokenCheck()
 void
 RequireIssuedToken(int64 token, const char *where)
 {
+	/* No database issues these: refused whatever fence.require_issued_tokens says. */
+	if (token <= 0)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_FENCE_TOKEN_NOT_ISSUED),
+			 errmsg("fencing token " INT64_FORMAT " was never issued", token),
+			 errdetail(
+				 "It was presented by %s. Fencing tokens are greater than zero: zero or a negative number is never a lock holder's token.",
+				 where),
+			 errhint("Present the token returned by a lock or lease function.")));
 	if (!require_issued_tokens)
 		return;
 
