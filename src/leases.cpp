@@ -4,7 +4,10 @@
  *	  Lease locks: fence.lease_acquire, fence.lease_renew, fence.lease_release.
  *
  * A lease is one row of fence.leases (name, token, holder, owner,
- * granted_at, expires_at).  Time is always the server clock at the moment of
+ * granted_at, expires_at, slot, permits NULL); a semaphore permit
+ * (semaphores.cpp) is a row too, one per holder of the name, told apart by
+ * slot, and goes through the same acquire path (AcquireLeaseSlot) and the
+ * same lease_renew / lease_release.  Time is always the server clock at the moment of
  * the call (GetCurrentTimestamp(), i.e. clock_timestamp()), never the
  * transaction start, so a lease taken in a transaction that began minutes ago
  * still gets its full TTL.
@@ -105,6 +108,7 @@ namespace {
 enum Stmt
 {
 	kSelect,
+	kSelectToken,
 	kInsert,
 	kTakeover,
 	kRenew,
@@ -116,7 +120,7 @@ struct StmtDef
 {
 	const char *sql;
 	int         nargs;
-	Oid         argtypes[7];
+	Oid         argtypes[9];
 };
 
 /*
@@ -124,21 +128,30 @@ struct StmtDef
  * types come from the OIDs, so no name here depends on search_path.
  */
 const StmtDef kStmts[kNumStmts] = {
-	/* kSelect($1 name) */
-	{"SELECT token, expires_at, owner FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
+	/* kSelect($1 name): every slot of the name, lowest first */
+	{"SELECT token, expires_at, owner, slot, permits FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY slot",
 	 1,
 	 {TEXTOID}},
-	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
-	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at) "
-	 "VALUES ($1, $2, $3, $4, $5, $6)",
-	 6,
-	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
-	/* kTakeover(... as kInsert ..., $7 old token) */
+	/* kSelectToken($1 name, $2 token) */
+	{"SELECT token, expires_at, owner FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+	 2,
+	 {TEXTOID, INT8OID}},
+	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at,
+	 *		   $7 slot, $8 permits: NULL for a lease) */
+	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at, slot, "
+	 "permits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	 8,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}},
+	/* kTakeover(... as kInsert ..., $9 old token) */
 	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
-	 "expires_at = $6 "
-	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7",
-	 7,
-	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}},
+	 "expires_at = $6, permits = $8 "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND slot OPERATOR(pg_catalog.=) $7 "
+	 "AND token OPERATOR(pg_catalog.=) $9",
+	 9,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID,
+	  INT8OID}},
 	/* kRenew($1 name, $2 token, $3 caller, $4 now, $5 new expires_at, $6 admin) */
 	{"UPDATE fence.leases SET expires_at = $5 "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
@@ -166,36 +179,49 @@ struct LeaseCall
 	int     save_sec_context;
 };
 
+/* What is being acquired: a lease (permits 0) or a semaphore permit. */
+struct AcquireSpec
+{
+	int64 ttl;        /* microseconds */
+	int32 permits;    /* 0 for lease_acquire, else semaphore_acquire's permits */
+	int   holder_arg; /* argument number of holder text */
+};
+
 /*
- * Parameters $2..$6 shared by kInsert and kTakeover: token, holder (argument
- * 2, may be NULL), owner role, granted_at, expires_at.  $1 (the name) is set
- * by the caller.
+ * Parameters $2..$8 shared by kInsert and kTakeover: token, holder (may be
+ * NULL), owner role, granted_at, expires_at, slot, permits (NULL for a
+ * lease).  $1 (the name) is set by the caller.
  */
 void
-SetGrantParams(FunctionCallInfo fcinfo, Datum *values, char *nulls, int64 token, Oid caller,
-			   TimestampTz now, TimestampTz expires)
+SetGrantParams(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum *values, char *nulls,
+			   int64 token, Oid caller, TimestampTz now, TimestampTz expires, int32 slot)
 {
+	int h = spec->holder_arg;
+
 	values[1] = Int64GetDatum(token);
-	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[2] = PG_ARGISNULL(h) ? (Datum) 0 : PG_GETARG_DATUM(h);
+	nulls[2] = PG_ARGISNULL(h) ? 'n' : ' ';
 	values[3] = ObjectIdGetDatum(caller);
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = TimestampTzGetDatum(expires);
+	values[6] = Int32GetDatum(slot);
+	values[7] = Int32GetDatum(spec->permits);
+	nulls[7] = spec->permits == 0 ? 'n' : ' ';
 }
 
 void
-CheckWritable(const char *what, NameArg name)
+CheckWritable(const char *what, const char *kind, NameArg name)
 {
 	if (RecoveryInProgress())
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			 errmsg("cannot %s lease \"%s\" during recovery", what, NameCString(name)),
+			 errmsg("cannot %s %s \"%s\" during recovery", what, kind, NameCString(name)),
 			 errdetail(
 				 "A standby's lock space is its own; leases are granted only by the primary.")));
 	if (XactReadOnly)
 		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-						errmsg("cannot %s lease \"%s\" in a read-only transaction", what,
+						errmsg("cannot %s %s \"%s\" in a read-only transaction", what, kind,
 							   NameCString(name)),
 						errdetail("Leases are rows of the table fence.leases.")));
 }
@@ -311,10 +337,10 @@ ExpiresAt(TimestampTz now, int64 ttl)
 void
 CountIfExpired(Datum name, int64 token, Oid caller, bool admin, TimestampTz now)
 {
-	Datum      values[1] = {name};
-	const char nulls[1] = {' '};
+	Datum      values[2] = {name, Int64GetDatum(token)};
+	const char nulls[2] = {' ', ' '};
 
-	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) == 0)
+	if (Exec(kSelectToken, values, nulls, SPI_OK_SELECT) == 0)
 		return;
 
 	HeapTuple   tup = SPI_tuptable->vals[0];
@@ -345,8 +371,36 @@ enum class Attempt
 	kBusy     /* another transaction is changing the name right now */
 };
 
+/*
+ * Kind mismatch: the name is held (unexpired) as the other kind.  Leases and
+ * semaphores share one namespace, but a name is one or the other while held:
+ * a semaphore_acquire beside a lease would silently break the lease
+ * holder's exclusivity.
+ */
+void
+RefuseMixedKinds(NameArg name, bool held_as_semaphore)
+{
+	ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					errmsg(held_as_semaphore ? "\"%s\" is held as a semaphore, not a lease"
+											 : "\"%s\" is held as a lease, not a semaphore",
+						   NameCString(name)),
+					errdetail("Leases and semaphores share one namespace; a name is used as one "
+							  "kind at a time while any of its holders is unexpired."),
+					errhint(held_as_semaphore
+								? "Use fence.semaphore_acquire for this name, or another name."
+								: "Use fence.lease_acquire for this name, or another name.")));
+}
+
+/*
+ * One try.  A grant happens iff fewer than the caller's permits (1 for a
+ * lease) unexpired holders of the name exist; it takes over the lowest
+ * expired slot, else inserts the lowest unused slot number.  When permits
+ * differ between callers, each call counts against its own permits: holders
+ * beyond a lowered count keep their permits until they release or expire.
+ */
 Attempt
-TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, TimestampTz *held_until)
+TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token,
+		   TimestampTz *held_until)
 {
 	LeaseCall call;
 
@@ -354,39 +408,76 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, Times
 		return Attempt::kBusy;
 
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz expires = ExpiresAt(now, ttl);
-	Datum       values[7];
-	char        nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz expires = ExpiresAt(now, spec->ttl);
+	int32       limit = spec->permits == 0 ? 1 : spec->permits;
+	Datum       values[9];
+	char        nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	uint64      n;
+	int32       live = 0;
+	TimestampTz first_expiry = 0;
+	bool        have_expired = false;
+	int32       expired_slot = 0;
+	int64       expired_token = 0;
+	TimestampTz expired_at = 0;
+	int32       free_slot = 0; /* lowest slot number not in use */
 
 	values[0] = PG_GETARG_DATUM(0);
-	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) > 0)
+	n = Exec(kSelect, values, nulls, SPI_OK_SELECT);
+	for (uint64 i = 0; i < n; i++)
 	{
-		bool  isnull;
-		int64 old_token =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		TimestampTz old_expires = DatumGetTimestampTz(
-			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		HeapTuple   tup = SPI_tuptable->vals[i];
+		TupleDesc   desc = SPI_tuptable->tupdesc;
+		bool        isnull;
+		int64       row_token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		TimestampTz row_expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		int32       row_slot = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		bool        row_is_lease;
 
-		if (old_expires > now)
+		(void) SPI_getbinval(tup, desc, 5, &row_is_lease); /* permits NULL: a lease */
+		if (row_slot == free_slot)
+			free_slot++;
+		if (row_expires > now)
 		{
-			/* held by someone (maybe by this very caller: leases do not nest) */
-			LeaseEnd(&call, false);
-			*held_until = old_expires;
-			return Attempt::kHeld;
+			if (row_is_lease != (spec->permits == 0))
+			{
+				LeaseEnd(&call, false);
+				RefuseMixedKinds(name, !row_is_lease);
+			}
+			if (live == 0 || row_expires < first_expiry)
+				first_expiry = row_expires;
+			live++;
 		}
+		else if (!have_expired)
+		{
+			have_expired = true;
+			expired_slot = row_slot;
+			expired_token = row_token;
+			expired_at = row_expires;
+		}
+	}
 
-		*token = IssueToken();
-		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
-		values[6] = Int64GetDatum(old_token);
+	if (live >= limit)
+	{
+		/* all held (maybe by this very caller: leases do not nest) */
+		LeaseEnd(&call, false);
+		*held_until = first_expiry;
+		return Attempt::kHeld;
+	}
+
+	*token = IssueToken();
+	if (have_expired)
+	{
+		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires,
+					   expired_slot);
+		values[8] = Int64GetDatum(expired_token);
 		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
 		LeaseEnd(&call, true);
-		ReportLeaseTakeover(NameCString(name), old_token, *token, now - old_expires);
+		ReportLeaseTakeover(NameCString(name), expired_token, *token, now - expired_at);
 	}
 	else
 	{
-		*token = IssueToken();
-		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
+		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires, free_slot);
 		(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
 		LeaseEnd(&call, true);
 	}
@@ -408,7 +499,7 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, Times
  * Returns the token, or 0 when the wait ended without the lease.
  */
 int64
-WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
+WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
 {
 	constexpr int64 kBusyRecheck = 100 * 1000; /* us */
 	TimestampTz     deadline = ExpiresAt(GetCurrentTimestamp(), wait);
@@ -430,7 +521,7 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 			{
 				int64       token = 0;
 				TimestampTz held_until = 0;
-				Attempt     a = TryAcquire(fcinfo, name, ttl, &token, &held_until);
+				Attempt     a = TryAcquire(fcinfo, name, spec, &token, &held_until);
 
 				if (a == Attempt::kGranted)
 				{
@@ -474,27 +565,29 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
 	return result;
 }
 
+} /* namespace */
+
+/* See leases.hpp. */
 Datum
-LeaseAcquire(FunctionCallInfo fcinfo)
+AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits, int holder_arg,
+				 int64 wait)
 {
-	NameArg name = GetNameArg(fcinfo, 0, "name");
-	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
-	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
+	AcquireSpec spec = {ttl, permits, holder_arg};
 
 	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
 	if (wait > 0)
 		(void) ExpiresAt(GetCurrentTimestamp(), wait);
-	CheckWritable("acquire", name);
+	CheckWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
 
 	int64 token = 0;
 
 	if (wait > 0)
-		token = WaitAndAcquire(fcinfo, name, ttl, wait);
+		token = WaitAndAcquire(fcinfo, name, &spec, wait);
 	else
 	{
 		TimestampTz held_until;
 
-		if (TryAcquire(fcinfo, name, ttl, &token, &held_until) != Attempt::kGranted)
+		if (TryAcquire(fcinfo, name, &spec, &token, &held_until) != Attempt::kGranted)
 			token = 0;
 	}
 	if (token == 0)
@@ -505,6 +598,18 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 	PG_RETURN_INT64(token);
 }
 
+namespace {
+
+Datum
+LeaseAcquire(FunctionCallInfo fcinfo)
+{
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
+	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
+
+	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait);
+}
+
 Datum
 LeaseRenew(FunctionCallInfo fcinfo)
 {
@@ -513,7 +618,7 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	int64   ttl = GetDurationArg(fcinfo, 2, "ttl", false);
 
 	(void) ExpiresAt(GetCurrentTimestamp(), ttl);
-	CheckWritable("renew", name);
+	CheckWritable("renew", "lease", name);
 
 	LeaseCall call;
 
@@ -549,7 +654,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	NameArg name = GetNameArg(fcinfo, 0, "name");
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
 
-	CheckWritable("release", name);
+	CheckWritable("release", "lease", name);
 
 	/* design note 5: where its WAL stood before the release */
 	WalMark   before = WalMarkNow();
@@ -597,8 +702,9 @@ LeaseRelease(FunctionCallInfo fcinfo)
  *	 Takes over an expired lease (new, larger token; LOG line).
  *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
  *	 waiting; kept to transaction end when granted; a row lock on the lease.
- *	 Errors: 22023 invalid name / ttl / wait; 25006 in recovery or a
- *	 read-only transaction; 57014 cancel or statement_timeout while waiting.
+ *	 Errors: 22023 invalid name / ttl / wait; 42809 the name is held as a
+ *	 semaphore (semaphores.cpp); 25006 in recovery or a read-only
+ *	 transaction; 57014 cancel or statement_timeout while waiting.
  */
 FENCE_SQL_FUNCTION(fence_lease_acquire)
 {
