@@ -6,8 +6,12 @@
  * A lease is one row of fence.leases (name, token, holder, owner,
  * granted_at, expires_at, slot, permits NULL); a semaphore permit
  * (semaphores.cpp) is a row too, one per holder of the name, told apart by
- * slot, and goes through the same acquire path (AcquireLeaseSlot) and the
- * same lease_renew / lease_release.  Time is always the server clock at the moment of
+ * slot, and goes through the same acquire path (AcquireLeaseSlot, in
+ * lease_acquire.cpp, with the wait in the server) and the same
+ * lease_renew / lease_release.  This file holds the statements and the
+ * frame of every call (lease_table.hpp) and renew / release.
+ *
+ * Time is always the server clock at the moment of
  * the call (GetCurrentTimestamp(), i.e. clock_timestamp()), never the
  * transaction start, so a lease taken in a transaction that began minutes ago
  * still gets its full TTL.
@@ -82,10 +86,10 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
+#include "ext/lease_table.hpp"
 #include "ext/lease_wait.hpp"
 #include "ext/shmem.hpp"
 #include "ext/stats.hpp"
-#include "ext/tokens.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -103,18 +107,6 @@ extern "C" {
 namespace fence {
 
 namespace {
-
-/* The SPI statements, prepared once per session. */
-enum Stmt
-{
-	kSelect,
-	kSelectToken,
-	kInsert,
-	kTakeover,
-	kRenew,
-	kRelease,
-	kNumStmts
-};
 
 struct StmtDef
 {
@@ -170,47 +162,10 @@ const StmtDef kStmts[kNumStmts] = {
 
 SPIPlanPtr plans[kNumStmts];
 
-/* State of one call between LeaseBegin and LeaseEnd. */
-struct LeaseCall
-{
-	LOCKTAG tag;    /* the name's lease advisory lock */
-	Oid     caller; /* current_user at entry */
-	Oid     save_userid;
-	int     save_sec_context;
-};
-
-/* What is being acquired: a lease (permits 0) or a semaphore permit. */
-struct AcquireSpec
-{
-	int64 ttl;        /* microseconds */
-	int32 permits;    /* 0 for lease_acquire, else semaphore_acquire's permits */
-	int   holder_arg; /* argument number of holder text */
-};
-
-/*
- * Parameters $2..$8 shared by kInsert and kTakeover: token, holder (may be
- * NULL), owner role, granted_at, expires_at, slot, permits (NULL for a
- * lease).  $1 (the name) is set by the caller.
- */
-void
-SetGrantParams(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum *values, char *nulls,
-			   int64 token, Oid caller, TimestampTz now, TimestampTz expires, int32 slot)
-{
-	int h = spec->holder_arg;
-
-	values[1] = Int64GetDatum(token);
-	values[2] = PG_ARGISNULL(h) ? (Datum) 0 : PG_GETARG_DATUM(h);
-	nulls[2] = PG_ARGISNULL(h) ? 'n' : ' ';
-	values[3] = ObjectIdGetDatum(caller);
-	values[4] = TimestampTzGetDatum(now);
-	values[5] = TimestampTzGetDatum(expires);
-	values[6] = Int32GetDatum(slot);
-	values[7] = Int32GetDatum(spec->permits);
-	nulls[7] = spec->permits == 0 ? 'n' : ' ';
-}
+} /* namespace */
 
 void
-CheckWritable(const char *what, const char *kind, NameArg name)
+CheckLeaseWritable(const char *what, const char *kind, NameArg name)
 {
 	if (RecoveryInProgress())
 		ereport(
@@ -227,7 +182,7 @@ CheckWritable(const char *what, const char *kind, NameArg name)
 }
 
 /* The owner of fence.leases (the role the statements run as). */
-Oid
+static Oid
 LeaseTableOwner()
 {
 	Oid       nsp = get_namespace_oid("fence", true);
@@ -246,11 +201,7 @@ LeaseTableOwner()
 	return owner;
 }
 
-/*
- * Take the name's lease advisory lock (wait or not), connect SPI and switch
- * to the table's owner.  Returns false, holding nothing, if !wait and the
- * lock is busy.
- */
+/* See lease_table.hpp. */
 bool
 LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 {
@@ -290,7 +241,7 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	return true;
 }
 
-/* Undo LeaseBegin; keep the advisory lock iff the row was changed. */
+/* See lease_table.hpp. */
 void
 LeaseEnd(LeaseCall *call, bool changed)
 {
@@ -301,9 +252,9 @@ LeaseEnd(LeaseCall *call, bool changed)
 		LockRelease(&call->tag, ExclusiveLock, false);
 }
 
-/* Run a prepared statement on a fresh snapshot; returns SPI_processed. */
+/* See lease_table.hpp. */
 uint64
-Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
+LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected)
 {
 	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
 								  false, true, 0);
@@ -314,9 +265,9 @@ Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
 	return SPI_processed;
 }
 
-/* now + ttl, or 22023 if it is out of the timestamp range. */
+/* See lease_table.hpp. */
 TimestampTz
-ExpiresAt(TimestampTz now, int64 ttl)
+LeaseExpiresAt(TimestampTz now, int64 ttl)
 {
 	TimestampTz result;
 
@@ -326,6 +277,8 @@ ExpiresAt(TimestampTz now, int64 ttl)
 				 errdetail("The lease would expire after the end of the timestamp range.")));
 	return result;
 }
+
+namespace {
 
 /*
  * After a refused renew or release: was it the lease's holder coming back
@@ -340,7 +293,7 @@ CountIfExpired(Datum name, int64 token, Oid caller, bool admin, TimestampTz now)
 	Datum      values[2] = {name, Int64GetDatum(token)};
 	const char nulls[2] = {' ', ' '};
 
-	if (Exec(kSelectToken, values, nulls, SPI_OK_SELECT) == 0)
+	if (LeaseExec(kSelectToken, values, nulls, SPI_OK_SELECT) == 0)
 		return;
 
 	HeapTuple   tup = SPI_tuptable->vals[0];
@@ -363,243 +316,6 @@ CallerIsAdmin(Oid caller)
 	return OidIsValid(admin) && has_privs_of_role(caller, admin);
 }
 
-/* What one try of lease_acquire found. */
-enum class Attempt
-{
-	kGranted, /* *token is the new lease's */
-	kHeld,    /* an unexpired lease: *held_until is its expiry */
-	kBusy     /* another transaction is changing the name right now */
-};
-
-/*
- * Kind mismatch: the name is held (unexpired) as the other kind.  Leases and
- * semaphores share one namespace, but a name is one or the other while held:
- * a semaphore_acquire beside a lease would silently break the lease
- * holder's exclusivity.
- */
-void
-RefuseMixedKinds(NameArg name, bool held_as_semaphore)
-{
-	ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					errmsg(held_as_semaphore ? "\"%s\" is held as a semaphore, not a lease"
-											 : "\"%s\" is held as a lease, not a semaphore",
-						   NameCString(name)),
-					errdetail("Leases and semaphores share one namespace; a name is used as one "
-							  "kind at a time while any of its holders is unexpired."),
-					errhint(held_as_semaphore
-								? "Use fence.semaphore_acquire for this name, or another name."
-								: "Use fence.lease_acquire for this name, or another name.")));
-}
-
-/*
- * One try.  A grant happens iff fewer than the caller's permits (1 for a
- * lease) unexpired holders of the name exist; it takes over the lowest
- * expired slot, else inserts the lowest unused slot number.  When permits
- * differ between callers, each call counts against its own permits: holders
- * beyond a lowered count keep their permits until they release or expire.
- */
-Attempt
-TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token,
-		   TimestampTz *held_until)
-{
-	LeaseCall call;
-
-	if (!LeaseBegin(&call, name, false))
-		return Attempt::kBusy;
-
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz expires = ExpiresAt(now, spec->ttl);
-	int32       limit = spec->permits == 0 ? 1 : spec->permits;
-	Datum       values[9];
-	char        nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	uint64      n;
-	int32       live = 0;
-	TimestampTz first_expiry = 0;
-	bool        have_expired = false;
-	int32       expired_slot = 0;
-	int64       expired_token = 0;
-	TimestampTz expired_at = 0;
-	int32       free_slot = 0; /* lowest slot number not in use */
-
-	values[0] = PG_GETARG_DATUM(0);
-	n = Exec(kSelect, values, nulls, SPI_OK_SELECT);
-	for (uint64 i = 0; i < n; i++)
-	{
-		HeapTuple   tup = SPI_tuptable->vals[i];
-		TupleDesc   desc = SPI_tuptable->tupdesc;
-		bool        isnull;
-		int64       row_token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		TimestampTz row_expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-		int32       row_slot = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-		bool        row_is_lease;
-
-		(void) SPI_getbinval(tup, desc, 5, &row_is_lease); /* permits NULL: a lease */
-		if (row_slot == free_slot)
-			free_slot++;
-		if (row_expires > now)
-		{
-			if (row_is_lease != (spec->permits == 0))
-			{
-				LeaseEnd(&call, false);
-				RefuseMixedKinds(name, !row_is_lease);
-			}
-			if (live == 0 || row_expires < first_expiry)
-				first_expiry = row_expires;
-			live++;
-		}
-		else if (!have_expired)
-		{
-			have_expired = true;
-			expired_slot = row_slot;
-			expired_token = row_token;
-			expired_at = row_expires;
-		}
-	}
-
-	if (live >= limit)
-	{
-		/* all held (maybe by this very caller: leases do not nest) */
-		LeaseEnd(&call, false);
-		*held_until = first_expiry;
-		return Attempt::kHeld;
-	}
-
-	*token = IssueToken();
-	if (have_expired)
-	{
-		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires,
-					   expired_slot);
-		values[8] = Int64GetDatum(expired_token);
-		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
-			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
-		LeaseEnd(&call, true);
-		ReportLeaseTakeover(NameCString(name), expired_token, *token, now - expired_at);
-	}
-	else
-	{
-		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires, free_slot);
-		(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
-		LeaseEnd(&call, true);
-	}
-	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
-	StatsCount(StatKind::kAcquiredLease);
-	return Attempt::kGranted;
-}
-
-/*
- * lease_acquire with `wait`: joins the name's queue of waiters
- * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
- * holder's expiry, a wake-up (a release, or any change of the lease,
- * visible at its transaction's end; the previous head leaving), or the end
- * of the wait.  A change in flight (kBusy) ends with its transaction,
- * which wakes us if it changed the lease; otherwise we look again after
- * 100 ms.  Without shared memory (15/16 without the preload) there is no
- * queue and nobody to wake us: we look again at the holder's expiry or
- * after a backoff (10 ms doubling to 1 s), whichever comes first.
- * Returns the token, or 0 when the wait ended without the lease.
- */
-int64
-WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
-{
-	constexpr int64 kBusyRecheck = 100 * 1000; /* us */
-	TimestampTz     deadline = ExpiresAt(GetCurrentTimestamp(), wait);
-	volatile int    slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
-	volatile int64  result = 0;
-	volatile bool   waited = false; /* slept at least once: a wait for fence.stats() */
-	TimestampTz     started = GetCurrentTimestamp();
-	int64           backoff = 10 * 1000; /* us, without a queue */
-
-	PG_TRY();
-	{
-		for (;;)
-		{
-			ResetLatch(MyLatch);
-
-			TimestampTz wake = deadline;
-
-			if (IsLeaseQueueHead(slot))
-			{
-				int64       token = 0;
-				TimestampTz held_until = 0;
-				Attempt     a = TryAcquire(fcinfo, name, spec, &token, &held_until);
-
-				if (a == Attempt::kGranted)
-				{
-					result = token;
-					break;
-				}
-
-				TimestampTz now = GetCurrentTimestamp();
-
-				if (a == Attempt::kHeld)
-					wake = Min(wake, held_until);
-				else
-					wake = Min(wake, now + kBusyRecheck);
-				if (slot < 0)
-				{
-					wake = Min(wake, now + backoff);
-					backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
-				}
-			}
-
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (now >= deadline)
-				break;
-
-			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
-
-			waited = true;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
-							 LeaseWaitEvent());
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-	PG_FINALLY();
-	{
-		LeaveLeaseQueue(slot);
-		if (waited)
-			StatsCountWait(GetCurrentTimestamp() - started);
-	}
-	PG_END_TRY();
-	return result;
-}
-
-} /* namespace */
-
-/* See leases.hpp. */
-Datum
-AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits, int holder_arg,
-				 int64 wait)
-{
-	AcquireSpec spec = {ttl, permits, holder_arg};
-
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
-	if (wait > 0)
-		(void) ExpiresAt(GetCurrentTimestamp(), wait);
-	CheckWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
-
-	int64 token = 0;
-
-	if (wait > 0)
-		token = WaitAndAcquire(fcinfo, name, &spec, wait);
-	else
-	{
-		TimestampTz held_until;
-
-		if (TryAcquire(fcinfo, name, &spec, &token, &held_until) != Attempt::kGranted)
-			token = 0;
-	}
-	if (token == 0)
-	{
-		StatsCount(StatKind::kBusy);
-		PG_RETURN_NULL();
-	}
-	PG_RETURN_INT64(token);
-}
-
-namespace {
-
 Datum
 LeaseAcquire(FunctionCallInfo fcinfo)
 {
@@ -617,8 +333,8 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
 	int64   ttl = GetDurationArg(fcinfo, 2, "ttl", false);
 
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl);
-	CheckWritable("renew", "lease", name);
+	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl);
+	CheckLeaseWritable("renew", "lease", name);
 
 	LeaseCall call;
 
@@ -633,10 +349,10 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	values[1] = Int64GetDatum(token);
 	values[2] = ObjectIdGetDatum(call.caller);
 	values[3] = TimestampTzGetDatum(now);
-	values[4] = TimestampTzGetDatum(ExpiresAt(now, ttl));
+	values[4] = TimestampTzGetDatum(LeaseExpiresAt(now, ttl));
 	values[5] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
+	bool renewed = LeaseExec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
 	if (renewed)
 		StatsCount(StatKind::kRenewals);
@@ -654,7 +370,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	NameArg name = GetNameArg(fcinfo, 0, "name");
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
 
-	CheckWritable("release", "lease", name);
+	CheckLeaseWritable("release", "lease", name);
 
 	/* design note 5: where its WAL stood before the release */
 	WalMark   before = WalMarkNow();
@@ -672,7 +388,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	values[3] = TimestampTzGetDatum(now);
 	values[4] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
+	bool released = LeaseExec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
 	if (released)
 		StatsCount(StatKind::kReleases);

@@ -199,9 +199,10 @@ RunLease(const RunOptions &o)
 								  : "fence.lease_acquire(text,interval,text,interval)");
 	}
 	/* "lease \"x\"" or "semaphore \"x\" (3 permits)" in messages */
-	std::string what =
-		o.permits > 0 ? "semaphore \"" + o.name + "\" (" + std::to_string(o.permits) + (o.permits == 1 ? " permit)" : " permits)")
-					  : "lease \"" + o.name + "\"";
+	std::string         what = o.permits > 0
+								   ? "semaphore \"" + o.name + "\" (" + std::to_string(o.permits) +
+                                 (o.permits == 1 ? " permit)" : " permits)")
+								   : "lease \"" + o.name + "\"";
 	milliseconds        grace = std::min(kMaxGrace, o.ttl / 3);
 	std::mutex          why_mu;
 	std::string         why_lost;
