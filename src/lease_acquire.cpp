@@ -278,6 +278,37 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, i
 	return result;
 }
 
+/*
+ * One try without `wait`.  A lease finds another acquire of its name in
+ * flight (kBusy) only when someone else is getting it: NULL at once.  A
+ * semaphore may still have a permit left then, and concurrent acquirers of
+ * one semaphore are its normal use, so a semaphore permit tries again for
+ * up to kBusyRetry (1 ms, doubling to 16 ms apart): an autocommit grant
+ * holds the name for a few milliseconds.  A name held longer (a grant,
+ * renewal or release in a transaction still open) reads as busy: NULL.
+ */
+Attempt
+TryAgainWhileBusy(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token)
+{
+	constexpr int64 kBusyRetry = 100 * 1000; /* us */
+	TimestampTz     give_up = GetCurrentTimestamp() + kBusyRetry;
+	long            pause_ms = 1;
+
+	for (;;)
+	{
+		TimestampTz held_until;
+		Attempt     a = TryAcquire(fcinfo, name, spec, token, &held_until);
+
+		if (a != Attempt::kBusy || spec->permits == 0 || GetCurrentTimestamp() >= give_up)
+			return a;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
+						 LeaseWaitEvent());
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, 16L);
+	}
+}
+
 } /* namespace */
 
 /* See leases.hpp. */
@@ -296,13 +327,8 @@ AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits
 
 	if (wait > 0)
 		token = WaitAndAcquire(fcinfo, name, &spec, wait);
-	else
-	{
-		TimestampTz held_until;
-
-		if (TryAcquire(fcinfo, name, &spec, &token, &held_until) != Attempt::kGranted)
-			token = 0;
-	}
+	else if (TryAgainWhileBusy(fcinfo, name, &spec, &token) != Attempt::kGranted)
+		token = 0;
 	if (token == 0)
 	{
 		StatsCount(StatKind::kBusy);

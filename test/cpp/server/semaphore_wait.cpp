@@ -262,3 +262,52 @@ TEST_CASE("semaphore wait: the wait elapses with nothing held", "[server][semaph
 		  1);
 	CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *a)[0].as<bool>());
 }
+
+TEST_CASE("semaphore: concurrent acquirers without wait all get a permit while permits remain",
+		  "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	constexpr int kN = 8;
+	for (int round = 0; round < 5; round++)
+	{
+		const std::string                              name = Unique("burst");
+		std::vector<std::unique_ptr<pqxx::connection>> conns;
+		for (int i = 0; i < kN; i++)
+			conns.push_back(std::make_unique<pqxx::connection>(""));
+		std::atomic<int>                         ready{0};
+		std::atomic<bool>                        go{false};
+		std::vector<std::optional<std::int64_t>> got(kN);
+		std::vector<std::string>                 errors(kN);
+		std::vector<std::thread>                 threads;
+		for (int i = 0; i < kN; i++)
+			threads.emplace_back([&, i] {
+				ready++;
+				while (!go.load())
+					std::this_thread::yield();
+				try
+				{
+					got[i] = Acquire(*conns[i], name, kN, "1 hour");
+				}
+				catch (const std::exception &e)
+				{
+					errors[i] = e.what();
+				}
+			});
+		while (ready.load() < kN)
+			std::this_thread::yield();
+		go.store(true);
+		for (auto &t : threads)
+			t.join();
+		int granted = 0;
+		for (int i = 0; i < kN; i++)
+		{
+			CHECK(errors[i].empty());
+			if (got[i])
+				granted++;
+		}
+		CHECK(granted == kN); /* none saw another's grant in flight as "all held" */
+		for (int i = 0; i < kN; i++)
+			if (got[i])
+				CHECK(Release(*conns[i], name, *got[i]));
+	}
+}
