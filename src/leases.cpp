@@ -4,7 +4,14 @@
  *	  Lease locks: fence.lease_acquire, fence.lease_renew, fence.lease_release.
  *
  * A lease is one row of fence.leases (name, token, holder, owner,
- * granted_at, expires_at).  Time is always the server clock at the moment of
+ * granted_at, expires_at, slot, permits NULL); a semaphore permit
+ * (semaphores.cpp) is a row too, one per holder of the name, told apart by
+ * slot, and goes through the same acquire path (AcquireLeaseSlot, in
+ * lease_acquire.cpp, with the wait in the server) and the same
+ * lease_renew / lease_release.  This file holds the statements and the
+ * frame of every call (lease_table.hpp) and renew / release.
+ *
+ * Time is always the server clock at the moment of
  * the call (GetCurrentTimestamp(), i.e. clock_timestamp()), never the
  * transaction start, so a lease taken in a transaction that began minutes ago
  * still gets its full TTL.
@@ -79,10 +86,10 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
+#include "ext/lease_table.hpp"
 #include "ext/lease_wait.hpp"
 #include "ext/shmem.hpp"
 #include "ext/stats.hpp"
-#include "ext/tokens.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -101,22 +108,11 @@ namespace fence {
 
 namespace {
 
-/* The SPI statements, prepared once per session. */
-enum Stmt
-{
-	kSelect,
-	kInsert,
-	kTakeover,
-	kRenew,
-	kRelease,
-	kNumStmts
-};
-
 struct StmtDef
 {
 	const char *sql;
 	int         nargs;
-	Oid         argtypes[7];
+	Oid         argtypes[9];
 };
 
 /*
@@ -124,21 +120,30 @@ struct StmtDef
  * types come from the OIDs, so no name here depends on search_path.
  */
 const StmtDef kStmts[kNumStmts] = {
-	/* kSelect($1 name) */
-	{"SELECT token, expires_at, owner FROM fence.leases WHERE name OPERATOR(pg_catalog.=) $1",
+	/* kSelect($1 name): every slot of the name, lowest first */
+	{"SELECT token, expires_at, owner, slot, permits FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY slot",
 	 1,
 	 {TEXTOID}},
-	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at) */
-	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at) "
-	 "VALUES ($1, $2, $3, $4, $5, $6)",
-	 6,
-	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
-	/* kTakeover(... as kInsert ..., $7 old token) */
+	/* kSelectToken($1 name, $2 token) */
+	{"SELECT token, expires_at, owner FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+	 2,
+	 {TEXTOID, INT8OID}},
+	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at,
+	 *		   $7 slot, $8 permits: NULL for a lease) */
+	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at, slot, "
+	 "permits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	 8,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}},
+	/* kTakeover(... as kInsert ..., $9 old token) */
 	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
-	 "expires_at = $6 "
-	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $7",
-	 7,
-	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}},
+	 "expires_at = $6, permits = $8 "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND slot OPERATOR(pg_catalog.=) $7 "
+	 "AND token OPERATOR(pg_catalog.=) $9",
+	 9,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID,
+	  INT8OID}},
 	/* kRenew($1 name, $2 token, $3 caller, $4 now, $5 new expires_at, $6 admin) */
 	{"UPDATE fence.leases SET expires_at = $5 "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
@@ -157,51 +162,27 @@ const StmtDef kStmts[kNumStmts] = {
 
 SPIPlanPtr plans[kNumStmts];
 
-/* State of one call between LeaseBegin and LeaseEnd. */
-struct LeaseCall
-{
-	LOCKTAG tag;    /* the name's lease advisory lock */
-	Oid     caller; /* current_user at entry */
-	Oid     save_userid;
-	int     save_sec_context;
-};
-
-/*
- * Parameters $2..$6 shared by kInsert and kTakeover: token, holder (argument
- * 2, may be NULL), owner role, granted_at, expires_at.  $1 (the name) is set
- * by the caller.
- */
-void
-SetGrantParams(FunctionCallInfo fcinfo, Datum *values, char *nulls, int64 token, Oid caller,
-			   TimestampTz now, TimestampTz expires)
-{
-	values[1] = Int64GetDatum(token);
-	values[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-	values[3] = ObjectIdGetDatum(caller);
-	values[4] = TimestampTzGetDatum(now);
-	values[5] = TimestampTzGetDatum(expires);
-}
+} /* namespace */
 
 void
-CheckWritable(const char *what, NameArg name)
+CheckLeaseWritable(const char *what, const char *kind, NameArg name)
 {
 	if (RecoveryInProgress())
 		ereport(
 			ERROR,
 			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-			 errmsg("cannot %s lease \"%s\" during recovery", what, NameCString(name)),
+			 errmsg("cannot %s %s \"%s\" during recovery", what, kind, NameCString(name)),
 			 errdetail(
 				 "A standby's lock space is its own; leases are granted only by the primary.")));
 	if (XactReadOnly)
 		ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-						errmsg("cannot %s lease \"%s\" in a read-only transaction", what,
+						errmsg("cannot %s %s \"%s\" in a read-only transaction", what, kind,
 							   NameCString(name)),
 						errdetail("Leases are rows of the table fence.leases.")));
 }
 
 /* The owner of fence.leases (the role the statements run as). */
-Oid
+static Oid
 LeaseTableOwner()
 {
 	Oid       nsp = get_namespace_oid("fence", true);
@@ -220,11 +201,7 @@ LeaseTableOwner()
 	return owner;
 }
 
-/*
- * Take the name's lease advisory lock (wait or not), connect SPI and switch
- * to the table's owner.  Returns false, holding nothing, if !wait and the
- * lock is busy.
- */
+/* See lease_table.hpp. */
 bool
 LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 {
@@ -264,7 +241,7 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	return true;
 }
 
-/* Undo LeaseBegin; keep the advisory lock iff the row was changed. */
+/* See lease_table.hpp. */
 void
 LeaseEnd(LeaseCall *call, bool changed)
 {
@@ -275,9 +252,9 @@ LeaseEnd(LeaseCall *call, bool changed)
 		LockRelease(&call->tag, ExclusiveLock, false);
 }
 
-/* Run a prepared statement on a fresh snapshot; returns SPI_processed. */
+/* See lease_table.hpp. */
 uint64
-Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
+LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected)
 {
 	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
 								  false, true, 0);
@@ -288,9 +265,9 @@ Exec(Stmt stmt, Datum *values, const char *nulls, int expected)
 	return SPI_processed;
 }
 
-/* now + ttl, or 22023 if it is out of the timestamp range. */
+/* See lease_table.hpp. */
 TimestampTz
-ExpiresAt(TimestampTz now, int64 ttl)
+LeaseExpiresAt(TimestampTz now, int64 ttl)
 {
 	TimestampTz result;
 
@@ -300,6 +277,8 @@ ExpiresAt(TimestampTz now, int64 ttl)
 				 errdetail("The lease would expire after the end of the timestamp range.")));
 	return result;
 }
+
+namespace {
 
 /*
  * After a refused renew or release: was it the lease's holder coming back
@@ -311,10 +290,10 @@ ExpiresAt(TimestampTz now, int64 ttl)
 void
 CountIfExpired(Datum name, int64 token, Oid caller, bool admin, TimestampTz now)
 {
-	Datum      values[1] = {name};
-	const char nulls[1] = {' '};
+	Datum      values[2] = {name, Int64GetDatum(token)};
+	const char nulls[2] = {' ', ' '};
 
-	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) == 0)
+	if (LeaseExec(kSelectToken, values, nulls, SPI_OK_SELECT) == 0)
 		return;
 
 	HeapTuple   tup = SPI_tuptable->vals[0];
@@ -337,149 +316,6 @@ CallerIsAdmin(Oid caller)
 	return OidIsValid(admin) && has_privs_of_role(caller, admin);
 }
 
-/* What one try of lease_acquire found. */
-enum class Attempt
-{
-	kGranted, /* *token is the new lease's */
-	kHeld,    /* an unexpired lease: *held_until is its expiry */
-	kBusy     /* another transaction is changing the name right now */
-};
-
-Attempt
-TryAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 *token, TimestampTz *held_until)
-{
-	LeaseCall call;
-
-	if (!LeaseBegin(&call, name, false))
-		return Attempt::kBusy;
-
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz expires = ExpiresAt(now, ttl);
-	Datum       values[7];
-	char        nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	values[0] = PG_GETARG_DATUM(0);
-	if (Exec(kSelect, values, nulls, SPI_OK_SELECT) > 0)
-	{
-		bool  isnull;
-		int64 old_token =
-			DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		TimestampTz old_expires = DatumGetTimestampTz(
-			SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-
-		if (old_expires > now)
-		{
-			/* held by someone (maybe by this very caller: leases do not nest) */
-			LeaseEnd(&call, false);
-			*held_until = old_expires;
-			return Attempt::kHeld;
-		}
-
-		*token = IssueToken();
-		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
-		values[6] = Int64GetDatum(old_token);
-		if (Exec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
-			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
-		LeaseEnd(&call, true);
-		ReportLeaseTakeover(NameCString(name), old_token, *token, now - old_expires);
-	}
-	else
-	{
-		*token = IssueToken();
-		SetGrantParams(fcinfo, values, nulls, *token, call.caller, now, expires);
-		(void) Exec(kInsert, values, nulls, SPI_OK_INSERT);
-		LeaseEnd(&call, true);
-	}
-	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
-	StatsCount(StatKind::kAcquiredLease);
-	return Attempt::kGranted;
-}
-
-/*
- * lease_acquire with `wait`: joins the name's queue of waiters
- * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
- * holder's expiry, a wake-up (a release, or any change of the lease,
- * visible at its transaction's end; the previous head leaving), or the end
- * of the wait.  A call in flight on the name (kBusy: its change not yet
- * visible, or its transaction's locks not yet released, as right after
- * the release that woke us) is waited for in the lock manager, which
- * wakes us the moment that transaction's locks go (WaitForLeaseLock).  Without shared memory (15/16 without the preload) there is no
- * queue and nobody to wake us: we look again at the holder's expiry or
- * after a backoff (10 ms doubling to 1 s), whichever comes first.
- * Returns the token, or 0 when the wait ended without the lease.
- */
-int64
-WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int64 wait)
-{
-	TimestampTz    deadline = ExpiresAt(GetCurrentTimestamp(), wait);
-	volatile int   slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
-	volatile int64 result = 0;
-	volatile bool  waited = false; /* slept at least once: a wait for fence.stats() */
-	TimestampTz    started = GetCurrentTimestamp();
-	int64          backoff = 10 * 1000; /* us, without a queue */
-
-	PG_TRY();
-	{
-		for (;;)
-		{
-			ResetLatch(MyLatch);
-
-			TimestampTz wake = deadline;
-
-			if (IsLeaseQueueHead(slot))
-			{
-				int64       token = 0;
-				TimestampTz held_until = 0;
-				Attempt     a = TryAcquire(fcinfo, name, ttl, &token, &held_until);
-
-				if (a == Attempt::kGranted)
-				{
-					result = token;
-					break;
-				}
-
-				if (a == Attempt::kBusy)
-				{
-					/* a call in flight: wait in the lock manager for its transaction to end */
-					WaitForLeaseLock(NameHash(name), deadline);
-					if (GetCurrentTimestamp() < deadline)
-						continue;
-				}
-
-				TimestampTz now = GetCurrentTimestamp();
-
-				if (a == Attempt::kHeld)
-					wake = Min(wake, held_until);
-				if (slot < 0)
-				{
-					wake = Min(wake, now + backoff);
-					backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
-				}
-			}
-
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (now >= deadline)
-				break;
-
-			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
-
-			waited = true;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
-							 LeaseWaitEvent());
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-	PG_FINALLY();
-	{
-		LeaveLeaseQueue(slot);
-		if (waited)
-			StatsCountWait(GetCurrentTimestamp() - started);
-	}
-	PG_END_TRY();
-	return result;
-}
-
 Datum
 LeaseAcquire(FunctionCallInfo fcinfo)
 {
@@ -487,28 +323,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
 	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
 
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
-	if (wait > 0)
-		(void) ExpiresAt(GetCurrentTimestamp(), wait);
-	CheckWritable("acquire", name);
-
-	int64 token = 0;
-
-	if (wait > 0)
-		token = WaitAndAcquire(fcinfo, name, ttl, wait);
-	else
-	{
-		TimestampTz held_until;
-
-		if (TryAcquire(fcinfo, name, ttl, &token, &held_until) != Attempt::kGranted)
-			token = 0;
-	}
-	if (token == 0)
-	{
-		StatsCount(StatKind::kBusy);
-		PG_RETURN_NULL();
-	}
-	PG_RETURN_INT64(token);
+	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait);
 }
 
 Datum
@@ -518,8 +333,8 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
 	int64   ttl = GetDurationArg(fcinfo, 2, "ttl", false);
 
-	(void) ExpiresAt(GetCurrentTimestamp(), ttl);
-	CheckWritable("renew", name);
+	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl);
+	CheckLeaseWritable("renew", "lease", name);
 
 	LeaseCall call;
 
@@ -534,10 +349,10 @@ LeaseRenew(FunctionCallInfo fcinfo)
 	values[1] = Int64GetDatum(token);
 	values[2] = ObjectIdGetDatum(call.caller);
 	values[3] = TimestampTzGetDatum(now);
-	values[4] = TimestampTzGetDatum(ExpiresAt(now, ttl));
+	values[4] = TimestampTzGetDatum(LeaseExpiresAt(now, ttl));
 	values[5] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool renewed = Exec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
+	bool renewed = LeaseExec(kRenew, values, nulls, SPI_OK_UPDATE) > 0;
 
 	if (renewed)
 		StatsCount(StatKind::kRenewals);
@@ -555,7 +370,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	NameArg name = GetNameArg(fcinfo, 0, "name");
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
 
-	CheckWritable("release", name);
+	CheckLeaseWritable("release", "lease", name);
 
 	/* design note 5: where its WAL stood before the release */
 	WalMark   before = WalMarkNow();
@@ -573,7 +388,7 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	values[3] = TimestampTzGetDatum(now);
 	values[4] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool released = Exec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
+	bool released = LeaseExec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
 
 	if (released)
 		StatsCount(StatKind::kReleases);
@@ -603,8 +418,9 @@ LeaseRelease(FunctionCallInfo fcinfo)
  *	 Takes over an expired lease (new, larger token; LOG line).
  *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
  *	 waiting; kept to transaction end when granted; a row lock on the lease.
- *	 Errors: 22023 invalid name / ttl / wait; 25006 in recovery or a
- *	 read-only transaction; 57014 cancel or statement_timeout while waiting.
+ *	 Errors: 22023 invalid name / ttl / wait; 42809 the name is held as a
+ *	 semaphore (semaphores.cpp); 25006 in recovery or a read-only
+ *	 transaction; 57014 cancel or statement_timeout while waiting.
  */
 FENCE_SQL_FUNCTION(fence_lease_acquire)
 {

@@ -19,4 +19,21 @@
  */
 #pragma once
 
+#include "ext/args.hpp"
 #include "ext/lock_tag.hpp"
+
+namespace fence {
+
+/*
+ * The acquire path shared by fence.lease_acquire (permits 0: a lease) and
+ * fence.semaphore_acquire (permits >= 1: one permit of a semaphore):
+ * validates ttl (microseconds) and wait (-1 or 0: no wait), refuses in
+ * recovery or a read-only transaction (25006), tries, and with wait > 0
+ * waits in the server (lease_wait.hpp).  The holder text is argument
+ * holder_arg of fcinfo.  Returns the new token as a bigint Datum, or SQL
+ * NULL.  Raises 42809 when the name is held as the other kind.
+ */
+Datum AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits,
+					   int holder_arg, int64 wait);
+
+} /* namespace fence */

@@ -138,6 +138,17 @@ struct LeaseOptions
 	 * can get the lease.  Must be < TTL.  Default zero.
 	 */
 	std::chrono::milliseconds safety_margin{0};
+	/**
+	 * Zero (the default): acquire the lease `name` (fence.lease_acquire).
+	 * N >= 1: acquire one permit of the semaphore `name` with N permits
+	 * (fence.semaphore_acquire(name, N, ttl, holder, wait)): granted iff
+	 * fewer than N unexpired holders exist, with its own token, renewed,
+	 * released and lost exactly like a lease.  Server errors of its own:
+	 * sql_error 22023 for N above 10000, 42809 when `name` is held as a
+	 * lease (and, with permits zero, when it is held as a semaphore).
+	 * Must not be negative.
+	 */
+	int permits = 0;
 };
 
 /**
@@ -177,19 +188,28 @@ public:
 	using Options = LeaseOptions;
 
 	/**
-	 * One attempt (fence.lease_acquire(name, ttl, holder)): returns the held
+	 * One attempt (fence.lease_acquire(name, ttl, holder), or
+	 * fence.semaphore_acquire with Options::permits): returns the held
 	 * lease, or std::nullopt when an unexpired lease on `name` is held by
-	 * someone else.  TTL has millisecond resolution, at least 3 ms.  The
+	 * someone else (for a semaphore: all permits are held).  TTL has millisecond resolution, at least 3 ms.  The
 	 * connection is closed again when the lease is not obtained.
 	 */
 	static std::optional<Lease> try_acquire(const std::string &conninfo, const std::string &name,
 											std::chrono::milliseconds ttl, Options options = {});
 
 	/**
-	 * Like try_acquire, but while the lease is busy tries again (on the same
-	 * connection, at intervals growing from 50 ms to 1 s) until `wait` has
-	 * passed: lease_acquire never waits in the server, so waiting is polling
-	 * here.  Returns std::nullopt if the lease is still busy after `wait`.
+	 * Like try_acquire, but while the lease is busy waits up to `wait` for
+	 * it, in the server (fence.lease_acquire(name, ttl, holder, wait): one
+	 * call, no polling; queued first come, first served and woken as soon
+	 * as a release commits or the holder expires).  Returns std::nullopt if
+	 * the lease is still busy after `wait`.  Bounded on the client too:
+	 * the call has statement_timeout wait + TTL, and the client gives up
+	 * on an answer after wait + TTL + connect_timeout (broken_connection).
+	 * When the wait took long, the grant is confirmed at once with one
+	 * lease_renew, so that the local deadline counts from the confirmation
+	 * (nullopt in the rare case that it expired before the answer arrived).
+	 * With a zero `wait` it is try_acquire.  Errors as try_acquire's, and
+	 * sql_error 57014 if the wait is cancelled on the server.
 	 */
 	static std::optional<Lease> try_acquire_for(const std::string        &conninfo,
 												const std::string        &name,

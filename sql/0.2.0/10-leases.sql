@@ -13,23 +13,29 @@ BEGIN
 END
 $$;
 
--- One row per lease ever granted and not released.  Only the lease
--- functions change it (they switch to its owner for that); nobody else may
--- read or write it directly.  Dumped by pg_dump, so that leases (and their
--- tokens) survive a dump and restore.
+-- One row per lease or semaphore permit ever granted and not released.  A
+-- lease is a row with permits NULL (slot 0 unless it took over a semaphore's
+-- expired slot); a semaphore's permits are rows of the same
+-- name, one per holder, told apart by slot (permits: that of the granting
+-- call).  Only the lease and semaphore functions change it (they switch to
+-- its owner for that); nobody else may read or write it directly.  Dumped by
+-- pg_dump, so that leases (and their tokens) survive a dump and restore.
 CREATE TABLE fence.leases (
-	name       text PRIMARY KEY,
+	name       text NOT NULL,
 	token      bigint NOT NULL,
 	holder     text,
 	owner      oid NOT NULL,
 	granted_at timestamptz NOT NULL,
-	expires_at timestamptz NOT NULL
+	expires_at timestamptz NOT NULL,
+	slot       integer NOT NULL DEFAULT 0,
+	permits    integer,
+	PRIMARY KEY (name, slot)
 );
 REVOKE ALL ON TABLE fence.leases FROM PUBLIC;
 GRANT SELECT ON TABLE fence.leases TO fence_admin;
 SELECT pg_catalog.pg_extension_config_dump('fence.leases', '');
 COMMENT ON TABLE fence.leases IS
-'pg_fence leases (name, fencing token, holder text, owner role OID, granted_at, expires_at); changed only by fence.lease_acquire, fence.lease_renew and fence.lease_release';
+'pg_fence leases and semaphore permits (name, fencing token, holder text, owner role OID, granted_at, expires_at, slot, permits: NULL for a lease); changed only by fence.lease_acquire, fence.semaphore_acquire, fence.lease_renew and fence.lease_release';
 
 --
 -- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an
@@ -44,7 +50,7 @@ AS 'MODULE_PATHNAME', 'fence_lease_acquire'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER COST 10000;
 
 COMMENT ON FUNCTION fence.lease_acquire(text, interval, text, interval) IS
-'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive or not finite, or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
+'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 42809 while the name is held as a semaphore (fence.semaphore_acquire), 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive or not finite, or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
 
 CREATE FUNCTION fence.lease_renew(name text, token bigint, ttl interval)
 RETURNS boolean
@@ -52,7 +58,7 @@ AS 'MODULE_PATHNAME', 'fence_lease_renew'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.lease_renew(text, bigint, interval) IS
-'Extends the lease "name" to expire ttl from now (server clock) and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name, token or ttl, 25006 during recovery or in a read-only transaction.';
+'Extends the lease (or semaphore permit) "name" to expire ttl from now (server clock) and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name, token or ttl, 25006 during recovery or in a read-only transaction.';
 
 CREATE FUNCTION fence.lease_release(name text, token bigint)
 RETURNS boolean
@@ -60,4 +66,4 @@ AS 'MODULE_PATHNAME', 'fence_lease_release'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.lease_release(text, bigint) IS
-'Releases the lease "name" and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name or token, 25006 during recovery or in a read-only transaction.';
+'Releases the lease (or semaphore permit) "name" and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name or token, 25006 during recovery or in a read-only transaction.';

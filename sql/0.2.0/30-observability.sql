@@ -24,7 +24,7 @@ AS 'MODULE_PATHNAME', 'fence_stats'
 LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.stats() IS
-'Counters of the current database since stats_reset (its first use after server start, or the last fence.stats_reset(); kept in shared memory, so a restart starts them again): grants (acquired = acquired_session + acquired_xact + acquired_lease, re-entrant grants and takeovers included), try_* and lease_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), lock and xact_lock calls that found the lock held and waited, and lease_acquire calls with wait that slept (waits) and the total and longest time they waited (wait_time, max_wait_time, in milliseconds), lease renewals (renewals), explicit releases (releases: unlock and lease_release that returned true, names freed by unlock_all), renewals and releases refused because the caller''s lease had expired (lease_expirations), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected; FN001 from the guard), guarded writes that presented no token (missing_tokens, FN003). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
+'Counters of the current database since stats_reset (its first use after server start, or the last fence.stats_reset(); kept in shared memory, so a restart starts them again): grants (acquired = acquired_session + acquired_xact + acquired_lease, re-entrant grants and takeovers included; acquired_lease counts lease and semaphore permit grants), try_*, lease_acquire and semaphore_acquire calls that found the lock held (busy), lock waits that timed out (timeouts), lock and xact_lock calls that found the lock held and waited, and lease_acquire and semaphore_acquire calls with wait that slept (waits) and the total and longest time they waited (wait_time, max_wait_time, in milliseconds), lease renewals (renewals), explicit releases (releases: unlock and lease_release that returned true, names freed by unlock_all), renewals and releases refused because the caller''s lease had expired (lease_expirations), expired leases taken over (lease_takeovers), writes rejected for a stale token by fenced_update, the guard trigger and advance (stale_writes_rejected; FN001 from the guard), guarded writes that presented no token (missing_tokens, FN003). One row of NULLs, and a NOTICE with a hint, when pg_fence has no shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()).';
 
 -- Resetting is for operators: like pg_stat_reset(), not for PUBLIC.
 -- Superusers may always call it; grant fence_admin to whoever else may.
@@ -100,14 +100,16 @@ SELECT r.name, r.kind, r.token, c.pid,
   LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid OPERATOR(pg_catalog.=) c.pid
  WHERE c.granted
 UNION ALL
-SELECT le.name, 'lease'::text, le.token, NULL::integer,
+SELECT le.name,
+       CASE WHEN le.permits IS NULL THEN 'lease' ELSE 'semaphore' END,
+       le.token, NULL::integer,
        le.holder, le.granted_at, le.expires_at,
        le.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp(),
        0, NULL::interval
   FROM fence.leases AS le;
 
 COMMENT ON VIEW fence.locks IS
-'pg_fence: one row per held lock or lease in this database (one per holder of a shared lock): name, kind (session, xact, shared, lease), token, pid (NULL for leases), holder (application_name of the holding backend, or the lease holder), granted_at, expires_at and expired (leases only), waiters (backends waiting for that lock; 0 for leases), longest_wait (how long the first of them has waited; NULL when none waits, and for leases). Each waiter is a row of fence.waiters. Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
+'pg_fence: one row per held lock, lease or semaphore permit in this database: name, kind (session, xact, shared: one row per holder of a shared lock, lease, semaphore: one row per permit holder), token, pid (NULL for leases and permits), holder (application_name of the holding backend, or the lease or permit holder), granted_at, expires_at and expired (leases and permits only), waiters (backends waiting for that lock; 0 for leases and permits), longest_wait (how long the first of them has waited; NULL when none waits, and for leases and permits). Each waiter is a row of fence.waiters. Without pg_fence''s shared memory (PostgreSQL 15 and 16 without shared_preload_libraries; see fence.shared_memory()) connection-bound locks are listed with NULL name, kind, token and granted_at, and a NOTICE says so.';
 
 GRANT SELECT ON fence.locks TO PUBLIC;
 

@@ -5,7 +5,7 @@
  *	  pg_fence lease or session lock (like flock(1), "consul lock",
  *	  "etcdctl lock"), and show the locks held.
  *
- *	  pg_fence run [--lease TTL | --session] [--wait DURATION] [--holder TEXT]
+ *	  pg_fence run [--lease TTL [--semaphore N] | --session] [--wait DURATION] [--holder TEXT]
  *	               [--dbname CONNINFO] NAME -- COMMAND [ARGS...]
  *	  pg_fence status [--dbname CONNINFO] [--watch [--interval DURATION]
  *	                  [--count N]] [NAME]
@@ -82,7 +82,10 @@ const char kUsage[] =
 	"Options for run:\n"
 	"  --lease TTL          hold a lease renewed every TTL/3 (default: --lease 30s)\n"
 	"  --session            hold a session lock on an open connection instead\n"
-	"  --wait DURATION      wait up to DURATION for a busy lock (default: do not wait)\n"
+	"  --semaphore N        hold one of N permits of the semaphore NAME, a lease\n"
+	"                       in all else (--lease TTL applies; not with --session)\n"
+	"  --wait DURATION      wait up to DURATION for a busy lock, in the server\n"
+	"                       (default: do not wait)\n"
 	"  --holder TEXT        holder shown in fence.locks (default: HOST:PID)\n"
 	"  -d, --dbname CONNINFO  database name or libpq connection string/URI\n"
 	"                       (default: libpq defaults, PG* environment variables)\n"
@@ -99,9 +102,10 @@ const char kUsage[] =
 	"SIGKILL after min(5s, TTL/3).  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
 	"SIGUSR2 sent to pg_fence are passed on to it.  A stopped command does not\n"
 	"stop pg_fence (the lock stays held), except ^Z at a terminal with --session;\n"
-	"with --lease, ^Z is refused.\n"
+	"with --lease or --semaphore, ^Z is refused.\n"
 	"\n"
-	"Exit status: the command's own (128+N if killed by signal N); 75 lock busy;\n"
+	"Exit status: the command's own (128+N if killed by signal N); 75 lock busy\n"
+	"(every permit held, with --semaphore);\n"
 	"73 --wait timed out; 74 lock lost while the command ran; 69 cannot connect\n"
 	"or pg_fence not installed; 64 usage error; 70 internal error; 126/127 the\n"
 	"command cannot be executed / was not found.\n";

@@ -173,6 +173,16 @@ ParseRun(const std::vector<std::string> &args)
 		}
 		else if (a == "--session")
 			o.session = true;
+		else if (TakeOption(args, i, "--semaphore", nullptr, &v))
+		{
+			char *end = nullptr;
+			errno = 0;
+			long n = std::strtol(v.c_str(), &end, 10);
+			if (v.empty() || *end != '\0' || errno != 0 || n < 1 || n > 10000)
+				throw UsageError{"invalid --semaphore \"" + v +
+								 "\": must be a whole number of permits from 1 to 10000"};
+			o.permits = static_cast<int>(n);
+		}
 		else if (TakeOption(args, i, "--wait", "-w", &v))
 			o.wait = ParseDuration(v, "wait duration");
 		else if (TakeOption(args, i, "--holder", nullptr, &v))
@@ -184,6 +194,8 @@ ParseRun(const std::vector<std::string> &args)
 	}
 	if (lease_given && o.session)
 		throw UsageError{"--lease and --session cannot be used together"};
+	if (o.permits > 0 && o.session)
+		throw UsageError{"--semaphore and --session cannot be used together"};
 	if (!o.session && o.ttl < milliseconds(3))
 		throw UsageError{"invalid lease TTL: must be at least 3ms"};
 	if (i >= args.size())

@@ -30,6 +30,7 @@ struct RunOptions
 	bool                        session = false;
 	milliseconds                ttl = kDefaultTtl;
 	std::optional<milliseconds> wait;
+	int                         permits = 0; /* --semaphore N: a permit of N; 0: a lease */
 	std::string                 holder;
 	std::string                 conninfo;
 	std::string                 name;

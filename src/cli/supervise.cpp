@@ -194,13 +194,21 @@ RunLease(const RunOptions &o)
 {
 	{
 		auto conn = Connect(o.conninfo);
-		CheckExtension(*conn, "fence.lease_acquire(text,interval,text,interval)");
+		CheckExtension(*conn, o.permits > 0
+								  ? "fence.semaphore_acquire(text,integer,interval,text,interval)"
+								  : "fence.lease_acquire(text,interval,text,interval)");
 	}
+	/* "lease \"x\"" or "semaphore \"x\" (3 permits)" in messages */
+	std::string         what = o.permits > 0
+								   ? "semaphore \"" + o.name + "\" (" + std::to_string(o.permits) +
+                                 (o.permits == 1 ? " permit)" : " permits)")
+								   : "lease \"" + o.name + "\"";
 	milliseconds        grace = std::min(kMaxGrace, o.ttl / 3);
 	std::mutex          why_mu;
 	std::string         why_lost;
 	fence::LeaseOptions lo;
 	lo.holder = o.holder;
+	lo.permits = o.permits;
 	lo.safety_margin = grace;
 	lo.on_lost = [&](fence::LossReason, const std::string &message) {
 		{
@@ -225,13 +233,16 @@ RunLease(const RunOptions &o)
 	}
 	if (!lease)
 	{
+		const char *held = o.permits > 0 ? "has all its permits held" : "is held by another holder";
 		if (o.wait)
 		{
-			Msg("lease \"%s\" is still held by another holder after waiting %s", o.name.c_str(),
+			Msg("%s %s after waiting %s", what.c_str(),
+				o.permits > 0 ? "still has all its permits held"
+							  : "is still held by another holder",
 				FormatDuration(*o.wait).c_str());
 			return kExitTimeout;
 		}
-		Msg("lease \"%s\" is held by another holder", o.name.c_str());
+		Msg("%s %s", what.c_str(), held);
 		return kExitBusy;
 	}
 	InstallHandlers();
@@ -250,13 +261,13 @@ RunLease(const RunOptions &o)
 	try
 	{
 		if (!lease->release())
-			Msg("warning: lease \"%s\" was no longer held at release (token %lld)", o.name.c_str(),
+			Msg("warning: %s was no longer held at release (token %lld)", what.c_str(),
 				static_cast<long long>(lease->token()));
 	}
 	catch (const std::exception &e)
 	{
-		Msg("warning: could not release lease \"%s\": %s (it expires after its TTL)",
-			o.name.c_str(), Trim(e.what()).c_str());
+		Msg("warning: could not release %s: %s (it expires after its TTL)", what.c_str(),
+			Trim(e.what()).c_str());
 	}
 	return rc;
 }

@@ -17,7 +17,10 @@
  *	 SET LOCAL statement_timeout = <time left>;
  *	 SELECT fence.lease_renew(name, token, ttl)
  *
- * (one implicit transaction).  A transient failure closes a broken
+ * (one implicit transaction).  A semaphore permit (LeaseOptions::permits)
+ * is acquired with fence.semaphore_acquire and is otherwise the same.
+ * Waiting for the lease (try_acquire_for) happens in the server: one
+ * lease_acquire(..., wait => ...) call.  A transient failure closes a broken
  * connection and tries again after a backoff (50 ms, doubling, at most the
  * renew interval), connecting first if needed; the deadline stays where
  * the last successful renewal put it.  Anything else ends the lease.
@@ -101,6 +104,7 @@ struct LeaseImpl
 	std::chrono::milliseconds interval{0};
 	std::chrono::milliseconds margin{0};
 	std::chrono::milliseconds connect_timeout{0};
+	int                       permits = 0; /* 0: a lease; else a semaphore permit */
 	Lease::LossCallback       on_lost;
 	RetryCallback             on_retry;
 	std::int64_t              token = 0;
@@ -187,6 +191,30 @@ struct LeaseImpl
 			sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
 		if (!with_token && !holder.empty())
 			sql += ", " + conn.Literal(holder);
+		return sql + ")";
+	}
+
+	/*
+	 * The acquisition, waiting in the server up to `wait` (zero: not at
+	 * all): lease_acquire or semaphore_acquire, named arguments so that
+	 * holder may be left out.  The statement is bounded by wait + TTL.
+	 */
+	std::string
+	AcquireCall(std::chrono::milliseconds wait) const
+	{
+		std::string sql =
+			"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(wait + ttl) +
+			"; SELECT fence.";
+		sql += permits > 0 ? "semaphore_acquire(" : "lease_acquire(";
+		sql += conn.Literal(name);
+		if (permits > 0)
+			sql += ", " + std::to_string(permits);
+		sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+		if (!holder.empty())
+			sql += ", holder => " + conn.Literal(holder);
+		if (wait > std::chrono::milliseconds::zero())
+			sql +=
+				", wait => " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
 		return sql + ")";
 	}
 
@@ -368,6 +396,8 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 		throw std::invalid_argument("pg_fence: renew interval must not be negative");
 	if (options.connect_timeout <= std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: connect timeout must be greater than zero");
+	if (options.permits < 0)
+		throw std::invalid_argument("pg_fence: permits must not be negative");
 	if (options.holder.find('\0') != std::string::npos)
 		throw std::invalid_argument("pg_fence: holder must not contain a NUL byte");
 
@@ -381,6 +411,7 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 						 : ttl / 3;
 	impl->margin = options.safety_margin;
 	impl->connect_timeout = options.connect_timeout;
+	impl->permits = options.permits;
 	impl->on_lost = std::move(options.on_lost);
 	impl->on_retry = std::move(options.on_retry);
 
@@ -394,30 +425,40 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	if (!c.ok())
 		detail::ThrowOutcome(c, "");
 
-	const Clock::time_point   give_up = Clock::now() + wait;
-	std::chrono::milliseconds pause(50);
-	for (;;)
+	/*
+	 * One call; the server waits (queued, woken at a release or an expiry)
+	 * up to `wait`.  Bounded on this side too: wait + TTL for the statement
+	 * (its statement_timeout) plus connect_timeout for the answer to travel.
+	 */
+	Clock::time_point sent = Clock::now();
+	std::string       sql = impl->AcquireCall(wait);
+	PqOutcome         r = impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, -1);
+	if (!r.ok())
+		detail::ThrowOutcome(r, sql);
+	if (!r.value)
+		return std::nullopt;
+	impl->token = std::stoll(*r.value);
+
+	/*
+	 * The server granted at some moment after `sent` and counts the TTL
+	 * from there; `sent` is the only instant of ours known not to be later.
+	 * After a long wait in the server, sent + TTL may be (nearly) gone
+	 * although the lease was just granted: confirm it at once with a
+	 * renewal, which gives a deadline counted from now.
+	 */
+	if (Clock::now() - sent > ttl / 10)
 	{
-		Clock::time_point sent = Clock::now();
-		std::string       sql = impl->Call("lease_acquire", ttl, true, false);
-		/* Bounded like the statement (TTL), plus time for the answer to travel. */
-		PqOutcome r = impl->conn.Exec(sql, sent + ttl + impl->connect_timeout, -1);
+		sent = Clock::now();
+		sql = impl->Call("lease_renew", ttl, true, true);
+		r = impl->conn.Exec(sql, sent + ttl + impl->connect_timeout, -1);
 		if (!r.ok())
 			detail::ThrowOutcome(r, sql);
-		if (r.value)
-		{
-			impl->token = std::stoll(*r.value);
-			std::int64_t d = detail::ToNs(sent + ttl - impl->margin);
-			impl->state->last_deadline.store(d);
-			impl->state->deadline.store(d);
-			break;
-		}
-		Clock::time_point now = Clock::now();
-		if (now >= give_up)
-			return std::nullopt;
-		std::this_thread::sleep_for(std::min<Clock::duration>(pause, give_up - now));
-		pause = std::min(pause * 3 / 2, std::chrono::milliseconds(1000));
+		if (!r.value || *r.value != "t")
+			return std::nullopt; /* it expired before the answer reached us */
 	}
+	std::int64_t d = detail::ToNs(sent + ttl - impl->margin);
+	impl->state->last_deadline.store(d);
+	impl->state->deadline.store(d);
 
 	LeaseImpl *raw = impl.get();
 	impl->renewer = std::thread([raw] { raw->RenewerLoop(); });

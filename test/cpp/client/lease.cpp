@@ -178,6 +178,109 @@ TEST_CASE("Lease: try_acquire_for waits for a busy lease, or gives up", "[client
 	CHECK(Clock::now() - t0 >= 600ms);
 }
 
+/* The wait event and query of the backends running a fence.*_acquire with a wait. */
+static int
+ServerSideWaiters(pqxx::connection &c, const std::string &name)
+{
+	pqxx::nontransaction tx(c);
+	return ExecParams1(tx,
+					   "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' "
+					   "AND query LIKE '%wait =>%' AND strpos(query, $1) > 0",
+					   name)[0]
+		.as<int>();
+}
+
+TEST_CASE("Lease: try_acquire_for waits in the server, woken by the release; a wait longer than "
+		  "the TTL still gets a full deadline",
+		  "[client][lease][semaphore]")
+{
+	REQUIRE_LEASES();
+	const std::string name = Unique("srvwait");
+	pqxx::connection  other("");
+	auto              held = AcquireRaw(other, name, "1 hour");
+	REQUIRE(held.has_value());
+
+	std::optional<fence::Lease> got;
+	std::atomic<bool>           done{false};
+	Clock::time_point           done_at;
+	std::thread                 t([&] {
+        got = fence::Lease::try_acquire_for("", name, 1s, 30s);
+        done_at = Clock::now();
+        done.store(true);
+    });
+	/* one backend sleeps in the server (no polling: one call, wait event Extension) */
+	CHECK(WaitFor([&] { return ServerSideWaiters(other, name) == 1; }, 5s));
+	std::this_thread::sleep_for(1500ms); /* longer than the TTL */
+	CHECK_FALSE(done.load());
+	auto released_at = Clock::now();
+	{
+		pqxx::nontransaction tx(other);
+		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *held)[0].as<bool>());
+	}
+	t.join();
+	REQUIRE(got.has_value());
+	CHECK(done_at - released_at < 1s);
+	CHECK(got->token() > *held);
+	CHECK_FALSE(got->lost());
+	/* the deadline counts from the confirmation, not from the request sent 1.5 s earlier */
+	CHECK(got->deadline() > Clock::now() + 500ms);
+	CHECK(got->release());
+}
+
+TEST_CASE("Lease: a semaphore permit (LeaseOptions::permits) is a lease on one of N slots",
+		  "[client][lease][semaphore]")
+{
+	REQUIRE_LEASES();
+	const std::string   name = Unique("permits");
+	fence::LeaseOptions opts;
+	opts.permits = 2;
+	opts.holder = "w";
+	auto a = fence::Lease::try_acquire("", name, 3s, opts);
+	auto b = fence::Lease::try_acquire("", name, 3s, opts);
+	REQUIRE(a.has_value());
+	REQUIRE(b.has_value());
+	CHECK(a->token() != b->token());
+	CHECK_FALSE(fence::Lease::try_acquire("", name, 3s, opts).has_value());
+	{
+		pqxx::connection     c("");
+		pqxx::nontransaction tx(c);
+		CHECK(ExecParams1(tx,
+						  "SELECT count(*) FROM fence.locks WHERE name = $1 AND kind = 'semaphore' "
+						  "AND holder = 'w'",
+						  name)[0]
+				  .as<int>() == 2);
+	}
+	/* renewed like a lease: still held after several TTLs */
+	std::this_thread::sleep_for(3500ms);
+	CHECK_FALSE(a->lost());
+	CHECK(a->renewals() > 0);
+	/* a lease of the same name while permits are held: refused with 42809 */
+	try
+	{
+		(void) fence::Lease::try_acquire("", name, 3s);
+		FAIL("no error");
+	}
+	catch (const pqxx::sql_error &e)
+	{
+		CHECK(std::string(e.sqlstate()) == "42809");
+	}
+	/* a release of a permit lets a waiter in, through the server-side wait */
+	auto        t0 = Clock::now();
+	std::thread releaser([&] {
+		std::this_thread::sleep_for(300ms);
+		a->release();
+	});
+	auto        c = fence::Lease::try_acquire_for("", name, 3s, 10s, opts);
+	releaser.join();
+	REQUIRE(c.has_value());
+	CHECK(Clock::now() - t0 < 3s);
+	CHECK(c->token() > b->token());
+	CHECK(b->release());
+	CHECK(c->release());
+	opts.permits = -1;
+	CHECK_THROWS_AS(fence::Lease::try_acquire("", name, 1s, opts), std::invalid_argument);
+}
+
 /* Records the retry messages of a Lease. */
 struct RetryLog
 {

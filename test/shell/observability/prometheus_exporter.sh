@@ -127,6 +127,7 @@ pg_fence_grants_total{kind=\"lease\"} 5
 pg_fence_grants_total{kind=\"session\"} 2
 pg_fence_grants_total{kind=\"xact\"} 2
 pg_fence_held_locks{kind=\"lease\"} 2
+pg_fence_held_locks{kind=\"semaphore\"} 0
 pg_fence_held_locks{kind=\"session\"} 2
 pg_fence_held_locks{kind=\"shared\"} 0
 pg_fence_held_locks{kind=\"xact\"} 0

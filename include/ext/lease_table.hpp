@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_table.hpp
+ *	  The statements on fence.leases and the frame of every lease call
+ *	  (src/leases.cpp), shared by the acquire path (src/lease_acquire.cpp)
+ *	  and lease_renew / lease_release (src/leases.cpp).  Internal to the
+ *	  extension; see the design notes at the top of src/leases.cpp.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/lease_table.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/args.hpp"
+#include "ext/pg.hpp"
+
+extern "C" {
+#include "storage/lock.h"
+}
+
+namespace fence {
+
+/* The SPI statements on fence.leases, prepared once per session (leases.cpp). */
+enum LeaseStmt
+{
+	kSelect,      /* ($1 name): token, expires_at, owner, slot, permits of every slot */
+	kSelectToken, /* ($1 name, $2 token): token, expires_at, owner */
+	kInsert,      /* ($1 name, $2 token, $3 holder, $4 owner, $5 granted_at,
+				   *  $6 expires_at, $7 slot, $8 permits) */
+	kTakeover,    /* (... as kInsert ..., $9 old token) */
+	kRenew,       /* ($1 name, $2 token, $3 caller, $4 now, $5 expires_at, $6 admin) */
+	kRelease,     /* ($1 name, $2 token, $3 caller, $4 now, $5 admin) */
+	kNumStmts
+};
+
+/* State of one call between LeaseBegin and LeaseEnd. */
+struct LeaseCall
+{
+	LOCKTAG tag;    /* the name's lease advisory lock */
+	Oid     caller; /* current_user at entry */
+	Oid     save_userid;
+	int     save_sec_context;
+};
+
+/*
+ * Take the name's lease advisory lock (wait or not), connect SPI and switch
+ * to the table's owner.  Returns false, holding nothing, if !wait and the
+ * lock is busy.
+ */
+bool LeaseBegin(LeaseCall *call, NameArg name, bool wait);
+
+/* Undo LeaseBegin; keep the advisory lock iff the row was changed. */
+void LeaseEnd(LeaseCall *call, bool changed);
+
+/* Run a prepared statement on a fresh snapshot; returns SPI_processed. */
+uint64 LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected);
+
+/* now + ttl, or 22023 if it is out of the timestamp range. */
+TimestampTz LeaseExpiresAt(TimestampTz now, int64 ttl);
+
+/* 25006 during recovery or in a read-only transaction: "cannot <what> <kind> "name"". */
+void CheckLeaseWritable(const char *what, const char *kind, NameArg name);
+
+} /* namespace fence */

@@ -1,0 +1,347 @@
+/*-------------------------------------------------------------------------
+ *
+ * lease_acquire.cpp
+ *	  The acquire path of leases and semaphore permits: one try
+ *	  (TryAcquire) and the wait in the server (WaitAndAcquire), behind
+ *	  fence.lease_acquire (leases.cpp) and fence.semaphore_acquire
+ *	  (semaphores.cpp) through AcquireLeaseSlot (leases.hpp).
+ *
+ * A try reads every row of the name (one index range scan, on the latest
+ * snapshot, under the name's advisory lock: design notes 1 and 2 of
+ * leases.cpp) and grants iff fewer than the caller's permits (1 for a
+ * lease) are unexpired: it takes over the lowest expired slot, else
+ * inserts the lowest unused slot number, with a token drawn only then
+ * (note 3).  A lease's row has permits NULL; while a name has an unexpired
+ * row of the other kind the try raises 42809 (semaphores.cpp says why).
+ *
+ * Waiting joins the name's queue (lease_wait.hpp), one queue for leases
+ * and semaphores alike: the head tries, and sleeps until the earliest
+ * expiry among the holders, a wake-up (a release's commit, any change of
+ * the name's rows at its transaction's end, the previous head leaving
+ * after its grant, so that several freed permits reach several waiters),
+ * or the end of the wait.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/lease_acquire.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "ext/leases.hpp"
+
+#include "ext/args.hpp"
+#include "ext/lease_table.hpp"
+#include "ext/lease_wait.hpp"
+#include "ext/stats.hpp"
+#include "ext/tokens.hpp"
+
+extern "C" {
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+}
+
+namespace fence {
+
+namespace {
+
+/* What is being acquired: a lease (permits 0) or a semaphore permit. */
+struct AcquireSpec
+{
+	int64 ttl;        /* microseconds */
+	int32 permits;    /* 0 for lease_acquire, else semaphore_acquire's permits */
+	int   holder_arg; /* argument number of holder text */
+};
+
+/*
+ * Parameters $2..$8 shared by kInsert and kTakeover: token, holder (may be
+ * NULL), owner role, granted_at, expires_at, slot, permits (NULL for a
+ * lease).  $1 (the name) is set by the caller.
+ */
+void
+SetGrantParams(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum *values, char *nulls,
+			   int64 token, Oid caller, TimestampTz now, TimestampTz expires, int32 slot)
+{
+	int h = spec->holder_arg;
+
+	values[1] = Int64GetDatum(token);
+	values[2] = PG_ARGISNULL(h) ? (Datum) 0 : PG_GETARG_DATUM(h);
+	nulls[2] = PG_ARGISNULL(h) ? 'n' : ' ';
+	values[3] = ObjectIdGetDatum(caller);
+	values[4] = TimestampTzGetDatum(now);
+	values[5] = TimestampTzGetDatum(expires);
+	values[6] = Int32GetDatum(slot);
+	values[7] = Int32GetDatum(spec->permits);
+	nulls[7] = spec->permits == 0 ? 'n' : ' ';
+}
+
+/* What one try of lease_acquire found. */
+enum class Attempt
+{
+	kGranted, /* *token is the new lease's */
+	kHeld,    /* an unexpired lease: *held_until is its expiry */
+	kBusy     /* another transaction is changing the name right now */
+};
+
+/*
+ * Kind mismatch: the name is held (unexpired) as the other kind.  Leases and
+ * semaphores share one namespace, but a name is one or the other while held:
+ * a semaphore_acquire beside a lease would silently break the lease
+ * holder's exclusivity.
+ */
+void
+RefuseMixedKinds(NameArg name, bool held_as_semaphore)
+{
+	ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					errmsg(held_as_semaphore ? "\"%s\" is held as a semaphore, not a lease"
+											 : "\"%s\" is held as a lease, not a semaphore",
+						   NameCString(name)),
+					errdetail("Leases and semaphores share one namespace; a name is used as one "
+							  "kind at a time while any of its holders is unexpired."),
+					errhint(held_as_semaphore
+								? "Use fence.semaphore_acquire for this name, or another name."
+								: "Use fence.lease_acquire for this name, or another name.")));
+}
+
+/*
+ * One try.  A grant happens iff fewer than the caller's permits (1 for a
+ * lease) unexpired holders of the name exist; it takes over the lowest
+ * expired slot, else inserts the lowest unused slot number.  When permits
+ * differ between callers, each call counts against its own permits: holders
+ * beyond a lowered count keep their permits until they release or expire.
+ */
+Attempt
+TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token,
+		   TimestampTz *held_until)
+{
+	LeaseCall call;
+
+	if (!LeaseBegin(&call, name, false))
+		return Attempt::kBusy;
+
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz expires = LeaseExpiresAt(now, spec->ttl);
+	int32       limit = spec->permits == 0 ? 1 : spec->permits;
+	Datum       values[9];
+	char        nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	uint64      n;
+	int32       live = 0;
+	TimestampTz first_expiry = 0;
+	bool        have_expired = false;
+	int32       expired_slot = 0;
+	int64       expired_token = 0;
+	TimestampTz expired_at = 0;
+	int32       free_slot = 0; /* lowest slot number not in use */
+
+	values[0] = PG_GETARG_DATUM(0);
+	n = LeaseExec(kSelect, values, nulls, SPI_OK_SELECT);
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple   tup = SPI_tuptable->vals[i];
+		TupleDesc   desc = SPI_tuptable->tupdesc;
+		bool        isnull;
+		int64       row_token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		TimestampTz row_expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		int32       row_slot = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		bool        row_is_lease;
+
+		(void) SPI_getbinval(tup, desc, 5, &row_is_lease); /* permits NULL: a lease */
+		if (row_slot == free_slot)
+			free_slot++;
+		if (row_expires > now)
+		{
+			if (row_is_lease != (spec->permits == 0))
+			{
+				LeaseEnd(&call, false);
+				RefuseMixedKinds(name, !row_is_lease);
+			}
+			if (live == 0 || row_expires < first_expiry)
+				first_expiry = row_expires;
+			live++;
+		}
+		else if (!have_expired)
+		{
+			have_expired = true;
+			expired_slot = row_slot;
+			expired_token = row_token;
+			expired_at = row_expires;
+		}
+	}
+
+	if (live >= limit)
+	{
+		/* all held (maybe by this very caller: leases do not nest) */
+		LeaseEnd(&call, false);
+		*held_until = first_expiry;
+		return Attempt::kHeld;
+	}
+
+	*token = IssueToken();
+	if (have_expired)
+	{
+		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires,
+					   expired_slot);
+		values[8] = Int64GetDatum(expired_token);
+		if (LeaseExec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
+			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
+		LeaseEnd(&call, true);
+		ReportLeaseTakeover(NameCString(name), expired_token, *token, now - expired_at);
+	}
+	else
+	{
+		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires, free_slot);
+		(void) LeaseExec(kInsert, values, nulls, SPI_OK_INSERT);
+		LeaseEnd(&call, true);
+	}
+	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
+	StatsCount(StatKind::kAcquiredLease);
+	return Attempt::kGranted;
+}
+
+/*
+ * lease_acquire with `wait`: joins the name's queue of waiters
+ * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
+ * holder's expiry, a wake-up (a release, or any change of the lease,
+ * visible at its transaction's end; the previous head leaving), or the end
+ * of the wait.  A call in flight on the name (kBusy: its change not yet
+ * visible, or its transaction's locks not yet released, as right after
+ * the release that woke us) is waited for in the lock manager, which
+ * wakes us the moment that transaction's locks go (WaitForLeaseLock).
+ * Without shared memory (15/16 without the preload) there is no
+ * queue and nobody to wake us: we look again at the holder's expiry or
+ * after a backoff (10 ms doubling to 1 s), whichever comes first.
+ * Returns the token, or 0 when the wait ended without the lease.
+ */
+int64
+WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
+{
+	TimestampTz    deadline = LeaseExpiresAt(GetCurrentTimestamp(), wait);
+	volatile int   slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
+	volatile int64 result = 0;
+	volatile bool  waited = false; /* slept at least once: a wait for fence.stats() */
+	TimestampTz    started = GetCurrentTimestamp();
+	int64          backoff = 10 * 1000; /* us, without a queue */
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			ResetLatch(MyLatch);
+
+			TimestampTz wake = deadline;
+
+			if (IsLeaseQueueHead(slot))
+			{
+				int64       token = 0;
+				TimestampTz held_until = 0;
+				Attempt     a = TryAcquire(fcinfo, name, spec, &token, &held_until);
+
+				if (a == Attempt::kGranted)
+				{
+					result = token;
+					break;
+				}
+
+				if (a == Attempt::kBusy)
+				{
+					/* a call in flight: wait in the lock manager for its transaction to end */
+					WaitForLeaseLock(NameHash(name), deadline);
+					if (GetCurrentTimestamp() < deadline)
+						continue;
+				}
+
+				TimestampTz now = GetCurrentTimestamp();
+
+				if (a == Attempt::kHeld)
+					wake = Min(wake, held_until);
+				if (slot < 0)
+				{
+					wake = Min(wake, now + backoff);
+					backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
+				}
+			}
+
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				break;
+
+			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
+
+			waited = true;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
+							 LeaseWaitEvent());
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		LeaveLeaseQueue(slot);
+		if (waited)
+			StatsCountWait(GetCurrentTimestamp() - started);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * One try without `wait`.  A lease finds another acquire of its name in
+ * flight (kBusy) only when someone else is getting it: NULL at once.  A
+ * semaphore may still have a permit left then, and concurrent acquirers of
+ * one semaphore are its normal use, so a semaphore permit tries again for
+ * up to kBusyRetry (1 ms, doubling to 16 ms apart): an autocommit grant
+ * holds the name for a few milliseconds.  A name held longer (a grant,
+ * renewal or release in a transaction still open) reads as busy: NULL.
+ */
+Attempt
+TryAgainWhileBusy(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token)
+{
+	constexpr int64 kBusyRetry = 100 * 1000; /* us */
+	TimestampTz     give_up = GetCurrentTimestamp() + kBusyRetry;
+	long            pause_ms = 1;
+
+	for (;;)
+	{
+		TimestampTz held_until;
+		Attempt     a = TryAcquire(fcinfo, name, spec, token, &held_until);
+
+		if (a != Attempt::kBusy || spec->permits == 0 || GetCurrentTimestamp() >= give_up)
+			return a;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
+						 LeaseWaitEvent());
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pause_ms = Min(pause_ms * 2, 16L);
+	}
+}
+
+} /* namespace */
+
+/* See leases.hpp. */
+Datum
+AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits, int holder_arg,
+				 int64 wait)
+{
+	AcquireSpec spec = {ttl, permits, holder_arg};
+
+	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
+	if (wait > 0)
+		(void) LeaseExpiresAt(GetCurrentTimestamp(), wait);
+	CheckLeaseWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
+
+	int64 token = 0;
+
+	if (wait > 0)
+		token = WaitAndAcquire(fcinfo, name, &spec, wait);
+	else if (TryAgainWhileBusy(fcinfo, name, &spec, &token) != Attempt::kGranted)
+		token = 0;
+	if (token == 0)
+	{
+		StatsCount(StatKind::kBusy);
+		PG_RETURN_NULL();
+	}
+	PG_RETURN_INT64(token);
+}
+
+} /* namespace fence */

@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * server/semaphore_wait.cpp
+ *	  fence.semaphore_acquire: permits held by several real connections,
+ *	  and waiting in the server for one (..., wait).
+ *
+ * The isolation tester cannot see a waiter sleeping on its latch, so the
+ * waiting paths are tested here: a release of one permit wakes the head
+ * waiter at once; an expiring permit does too; N waiters for N freed
+ * permits all get one; holders on different connections and roles are
+ * counted together.  Names are unique per run; every permit is released
+ * or expires within the test.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  test/cpp/server/semaphore_wait.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch2_compat.hpp"
+#include <pqxx/pqxx>
+
+#include "pqxx_compat.hpp"
+#include "test_util.hpp"
+
+using fence::pqxx_compat::Exec1;
+using fence::pqxx_compat::ExecParams1;
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+bool
+SemaphoresAvailable()
+{
+	fence_test::EnsureExtension();
+	pqxx::connection     c("");
+	pqxx::nontransaction tx(c);
+	return !Exec1(tx, "SELECT to_regprocedure('fence.semaphore_acquire(text,integer,interval,"
+					  "text,interval)') IS NULL")[0]
+				.as<bool>();
+}
+
+#define REQUIRE_SEMAPHORES()                                     \
+	do                                                           \
+	{                                                            \
+		if (!SemaphoresAvailable())                              \
+		{                                                        \
+			WARN("skipped: fence.semaphore_acquire is missing"); \
+			return;                                              \
+		}                                                        \
+	} while (0)
+
+std::string
+Unique(const std::string &base)
+{
+	return fence_test::Unique("test_sem_wait", base);
+}
+
+std::optional<std::int64_t>
+Acquire(pqxx::connection &c, const std::string &name, int permits, const std::string &ttl,
+		const std::string &wait = "")
+{
+	pqxx::nontransaction tx(c);
+	pqxx::row            r =
+        wait.empty()
+					   ? ExecParams1(tx, "SELECT fence.semaphore_acquire($1, $2, $3::interval)", name, permits,
+									 ttl)
+					   : ExecParams1(
+							 tx, "SELECT fence.semaphore_acquire($1, $2, $3::interval, NULL, $4::interval)",
+							 name, permits, ttl, wait);
+	if (r[0].is_null())
+		return std::nullopt;
+	return r[0].as<std::int64_t>();
+}
+
+bool
+Release(pqxx::connection &c, const std::string &name, std::int64_t token)
+{
+	pqxx::nontransaction tx(c);
+	return ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>();
+}
+
+/* A waiter on its own connection: semaphore_acquire with a wait, in a thread. */
+struct Waiter
+{
+	pqxx::connection            conn{""};
+	std::thread                 thread;
+	std::atomic<bool>           done{false};
+	std::optional<std::int64_t> token;
+	std::string                 error;
+	Clock::time_point           done_at;
+
+	~Waiter()
+	{
+		if (thread.joinable())
+			thread.join();
+	}
+
+	void
+	Start(const std::string &name, int permits, const std::string &wait)
+	{
+		thread = std::thread([this, name, permits, wait]() {
+			try
+			{
+				token = Acquire(conn, name, permits, "1 hour", wait);
+			}
+			catch (const std::exception &e)
+			{
+				error = e.what();
+			}
+			done_at = Clock::now();
+			done.store(true);
+		});
+	}
+
+	bool
+	Finished(std::chrono::milliseconds within)
+	{
+		auto until = Clock::now() + within;
+		while (!done.load() && Clock::now() < until)
+			std::this_thread::sleep_for(5ms);
+		if (!done.load())
+			return false;
+		if (thread.joinable())
+			thread.join();
+		return true;
+	}
+};
+
+} // namespace
+
+TEST_CASE("semaphore: permits held on different connections are counted together",
+		  "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string                              name = Unique("count");
+	std::vector<std::unique_ptr<pqxx::connection>> conns;
+	std::set<std::int64_t>                         tokens;
+	for (int i = 0; i < 3; i++)
+	{
+		conns.push_back(std::make_unique<pqxx::connection>(""));
+		auto t = Acquire(*conns.back(), name, 3, "1 hour");
+		REQUIRE(t.has_value());
+		tokens.insert(*t);
+	}
+	CHECK(tokens.size() == 3); /* each permit has its own token */
+	pqxx::connection other("");
+	CHECK_FALSE(Acquire(other, name, 3, "1 hour").has_value());
+	int i = 0;
+	for (std::int64_t t : tokens)
+		CHECK(Release(*conns[i++], name, t));
+}
+
+TEST_CASE("semaphore wait: a release of one permit wakes the waiter at once", "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string name = Unique("release");
+	pqxx::connection  h("");
+	auto              a = Acquire(h, name, 2, "1 hour");
+	auto              b = Acquire(h, name, 2, "1 hour");
+	REQUIRE(a.has_value());
+	REQUIRE(b.has_value());
+
+	Waiter w;
+	w.Start(name, 2, "60 s");
+	CHECK_FALSE(w.Finished(500ms)); /* all permits held: it waits */
+
+	auto released_at = Clock::now();
+	REQUIRE(Release(h, name, *a));
+	REQUIRE(w.Finished(5s));
+	CHECK(w.error.empty());
+	REQUIRE(w.token.has_value());
+	CHECK(*w.token > *b);
+	CHECK(w.done_at - released_at < 2s); /* woken by the release, not by the 60 s wait */
+	CHECK(Release(w.conn, name, *w.token));
+	CHECK(Release(h, name, *b));
+}
+
+TEST_CASE("semaphore wait: an expiring permit wakes the waiter", "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string name = Unique("expiry");
+	pqxx::connection  h("");
+	auto              a = Acquire(h, name, 2, "1 hour");
+	auto              b = Acquire(h, name, 2, "1 second");
+	REQUIRE(a.has_value());
+	REQUIRE(b.has_value());
+
+	auto   started = Clock::now();
+	Waiter w;
+	w.Start(name, 2, "30 s");
+	REQUIRE(w.Finished(10s));
+	CHECK(w.error.empty());
+	REQUIRE(w.token.has_value());
+	CHECK(w.done_at - started < 5s);
+	CHECK(Release(w.conn, name, *w.token));
+	CHECK(Release(h, name, *a));
+}
+
+TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string name = Unique("two");
+	pqxx::connection  h("");
+	auto              a = Acquire(h, name, 2, "1 hour");
+	auto              b = Acquire(h, name, 2, "1 hour");
+	REQUIRE(a.has_value());
+	REQUIRE(b.has_value());
+
+	Waiter w1, w2;
+	w1.Start(name, 2, "60 s");
+	std::this_thread::sleep_for(100ms);
+	w2.Start(name, 2, "60 s");
+	CHECK_FALSE(w1.Finished(300ms));
+	CHECK_FALSE(w2.Finished(10ms));
+	{
+		/* both permits freed in one transaction: the grant of the first
+		 * waiter hands over to the next one (LeaveLeaseQueue wakes it) */
+		pqxx::work tx(h);
+		ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *a);
+		ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *b);
+		tx.commit();
+	}
+	REQUIRE(w1.Finished(5s));
+	REQUIRE(w2.Finished(5s));
+	REQUIRE(w1.token.has_value());
+	REQUIRE(w2.token.has_value());
+	CHECK(*w1.token < *w2.token); /* first come, first served */
+	CHECK(Release(w1.conn, name, *w1.token));
+	CHECK(Release(w2.conn, name, *w2.token));
+}
+
+TEST_CASE("semaphore wait: the wait elapses with nothing held", "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string name = Unique("elapse");
+	pqxx::connection  h("");
+	auto              a = Acquire(h, name, 1, "1 hour");
+	REQUIRE(a.has_value());
+	auto   started = Clock::now();
+	Waiter w;
+	w.Start(name, 1, "300 ms");
+	REQUIRE(w.Finished(5s));
+	CHECK(w.error.empty());
+	CHECK_FALSE(w.token.has_value());
+	CHECK(w.done_at - started >= 290ms);
+	pqxx::nontransaction tx(h);
+	CHECK(ExecParams1(tx, "SELECT count(*) FROM fence.locks WHERE name = $1", name)[0].as<int>() ==
+		  1);
+	CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *a)[0].as<bool>());
+}
+
+TEST_CASE("semaphore: concurrent acquirers without wait all get a permit while permits remain",
+		  "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	constexpr int kN = 8;
+	for (int round = 0; round < 5; round++)
+	{
+		const std::string                              name = Unique("burst");
+		std::vector<std::unique_ptr<pqxx::connection>> conns;
+		for (int i = 0; i < kN; i++)
+			conns.push_back(std::make_unique<pqxx::connection>(""));
+		std::atomic<int>                         ready{0};
+		std::atomic<bool>                        go{false};
+		std::vector<std::optional<std::int64_t>> got(kN);
+		std::vector<std::string>                 errors(kN);
+		std::vector<std::thread>                 threads;
+		for (int i = 0; i < kN; i++)
+			threads.emplace_back([&, i] {
+				ready++;
+				while (!go.load())
+					std::this_thread::yield();
+				try
+				{
+					got[i] = Acquire(*conns[i], name, kN, "1 hour");
+				}
+				catch (const std::exception &e)
+				{
+					errors[i] = e.what();
+				}
+			});
+		while (ready.load() < kN)
+			std::this_thread::yield();
+		go.store(true);
+		for (auto &t : threads)
+			t.join();
+		int granted = 0;
+		for (int i = 0; i < kN; i++)
+		{
+			CHECK(errors[i].empty());
+			if (got[i])
+				granted++;
+		}
+		CHECK(granted == kN); /* none saw another's grant in flight as "all held" */
+		for (int i = 0; i < kN; i++)
+			if (got[i])
+				CHECK(Release(*conns[i], name, *got[i]));
+	}
+}
