@@ -37,6 +37,7 @@
 #include "ext/tokens.hpp"
 
 extern "C" {
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -199,6 +200,17 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 	return Attempt::kGranted;
 }
 
+/* now + wait; a wait past the end of time waits until then (no error). */
+TimestampTz
+WaitDeadline(TimestampTz now, int64 wait)
+{
+	TimestampTz result;
+
+	if (pg_add_s64_overflow(now, wait, &result) || !IS_VALID_TIMESTAMP(result))
+		return END_TIMESTAMP - 1;
+	return result;
+}
+
 /*
  * lease_acquire with `wait`: joins the name's queue of waiters
  * (lease_wait.hpp) and, whenever it is the head, tries; sleeps until the
@@ -216,7 +228,7 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 int64
 WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
 {
-	TimestampTz    deadline = LeaseExpiresAt(GetCurrentTimestamp(), wait);
+	TimestampTz    deadline = WaitDeadline(GetCurrentTimestamp(), wait);
 	volatile int   slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
 	volatile int64 result = 0;
 	volatile bool  waited = false; /* slept at least once: a wait for fence.stats() */
@@ -267,7 +279,8 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, i
 			if (now >= deadline)
 				break;
 
-			long ms = (long) ((Max(wake - now, (int64) 0) + 999) / 1000);
+			/* at most an hour at a time (WaitLatch's timeout is an int inside) */
+			long ms = (long) Min((Max(wake - now, (int64) 0) + 999) / 1000, (int64) 3600 * 1000);
 
 			waited = true;
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
@@ -326,8 +339,6 @@ AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits
 	AcquireSpec spec = {ttl, permits, holder_arg};
 
 	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
-	if (wait > 0)
-		(void) LeaseExpiresAt(GetCurrentTimestamp(), wait);
 	CheckLeaseWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
 
 	int64 token = 0;
