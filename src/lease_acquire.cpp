@@ -225,68 +225,82 @@ WaitDeadline(TimestampTz now, int64 wait)
  * after a backoff (10 ms doubling to 1 s), whichever comes first.
  * Returns the token, or 0 when the wait ended without the lease.
  */
-int64
-WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
+/*
+ * The loop of WaitAndAcquire, outside its PG_TRY so that no variable of
+ * the frame that calls setjmp changes after it (gcc's -Wclobbered).
+ * Sets *waited once it sleeps.
+ */
+pg_noinline int64
+WaitLoop(FunctionCallInfo fcinfo, const NameArg *name, const AcquireSpec *spec,
+		 TimestampTz deadline, int slot, volatile bool *waited)
 {
-	TimestampTz    deadline = WaitDeadline(GetCurrentTimestamp(), wait);
-	volatile int   slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
-	volatile int64 result = 0;
-	volatile bool  waited = false; /* slept at least once: a wait for fence.stats() */
-	TimestampTz    started = GetCurrentTimestamp();
-	int64          backoff = 10 * 1000; /* us, without a queue */
+	int64 backoff = 10 * 1000; /* us, without a queue */
 
-	PG_TRY();
+	for (;;)
 	{
-		for (;;)
+		ResetLatch(MyLatch);
+
+		TimestampTz wake = deadline;
+
+		if (IsLeaseQueueHead(slot))
 		{
-			ResetLatch(MyLatch);
+			int64       token = 0;
+			TimestampTz held_until = 0;
+			Attempt     a = TryAcquire(fcinfo, *name, spec, &token, &held_until);
 
-			TimestampTz wake = deadline;
+			if (a == Attempt::kGranted)
+				return token;
 
-			if (IsLeaseQueueHead(slot))
+			if (a == Attempt::kBusy)
 			{
-				int64       token = 0;
-				TimestampTz held_until = 0;
-				Attempt     a = TryAcquire(fcinfo, name, spec, &token, &held_until);
-
-				if (a == Attempt::kGranted)
-				{
-					result = token;
-					break;
-				}
-
-				if (a == Attempt::kBusy)
-				{
-					/* a call in flight: wait in the lock manager for its transaction to end */
-					WaitForLeaseLock(NameHash(name), deadline);
-					if (GetCurrentTimestamp() < deadline)
-						continue;
-				}
-
-				TimestampTz now = GetCurrentTimestamp();
-
-				if (a == Attempt::kHeld)
-					wake = Min(wake, held_until);
-				if (slot < 0)
-				{
-					wake = Min(wake, now + backoff);
-					backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
-				}
+				/* a call in flight: wait in the lock manager for its transaction to end */
+				WaitForLeaseLock(NameHash(*name), deadline);
+				if (GetCurrentTimestamp() < deadline)
+					continue;
 			}
 
 			TimestampTz now = GetCurrentTimestamp();
 
-			if (now >= deadline)
-				break;
-
-			/* at most an hour at a time (WaitLatch's timeout is an int inside) */
-			long ms = (long) Min((Max(wake - now, (int64) 0) + 999) / 1000, (int64) 3600 * 1000);
-
-			waited = true;
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
-							 LeaseWaitEvent());
-			CHECK_FOR_INTERRUPTS();
+			if (a == Attempt::kHeld)
+				wake = Min(wake, held_until);
+			if (slot < 0)
+			{
+				wake = Min(wake, now + backoff);
+				backoff = Min(backoff * 2, (int64) USECS_PER_SEC);
+			}
 		}
+
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now >= deadline)
+			return 0;
+
+		/* at most an hour at a time (WaitLatch's timeout is an int inside) */
+		long ms = (long) Min((Max(wake - now, (int64) 0) + 999) / 1000, (int64) 3600 * 1000);
+
+		*waited = true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(ms, 1L),
+						 LeaseWaitEvent());
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+int64
+WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 wait)
+{
+	/* everything the PG_TRY block reads is set before it and never changed */
+	const NameArg *const     name_p = &name;
+	const TimestampTz        deadline = WaitDeadline(GetCurrentTimestamp(), wait);
+	const TimestampTz        started = GetCurrentTimestamp();
+	const volatile int       slot = JoinLeaseQueue(LeaseWaitKey(NameHash(name)));
+	volatile int64           result = 0;
+	volatile bool            waited = false; /* slept at least once: a wait for fence.stats() */
+	FunctionCallInfo const   fc = fcinfo;
+	const AcquireSpec *const sp = spec;
+
+	PG_TRY();
+	{
+		result = WaitLoop(fc, name_p, sp, deadline, slot, &waited);
 	}
 	PG_FINALLY();
 	{
