@@ -176,8 +176,18 @@ else
 	cpid=$(cat "$T/tz.pid"); fpid=$(awk '{print $4}' "/proc/$cpid/stat")
 	kill -TSTP "$cpid"
 	sleep 0.3
-	# not stopped (T); sleeping (S) or, caught between two sleeps, running (R)
-	notstopped() { case "$(state "$1")" in S | R) echo yes ;; *) echo "no ($(state "$1"))" ;; esac; }
+	# not stopped (T): sleeping (S) or, caught between two sleeps, running (R);
+	# pg_fence continues the stopped command at once, which under load can
+	# take a moment: look for up to 3 s
+	notstopped() {
+		local st
+		for _ in $(seq 1 60); do
+			st=$(state "$1")
+			case "$st" in S | R) echo yes; return ;; esac
+			sleep 0.05
+		done
+		echo "no ($st)"
+	}
 	is "^Z of a --lease job: pg_fence keeps running" "$(notstopped "$fpid")" "yes"
 	is "^Z of a --lease job: the command continues" "$(notstopped "$cpid")" "yes"
 	touch "$T/tz.go"; wait "$S"; is "--lease job after ^Z exits 0" $? 0
