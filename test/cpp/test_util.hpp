@@ -38,6 +38,21 @@ EnsureExtension()
 	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
 }
 
+/*
+ * Creates the extension if needed; true if the function `signature`
+ * (regprocedure text, e.g. "fence.lease_acquire(text,interval,text,interval)")
+ * exists, so a test can skip what an older server-side pg_fence lacks.
+ */
+inline bool
+HasFunction(const std::string &signature)
+{
+	pqxx::connection     c("");
+	pqxx::nontransaction tx(c);
+	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
+	pqxx::result r = tx.exec("SELECT to_regprocedure(" + tx.quote(signature) + ") IS NOT NULL");
+	return r[0][0].as<bool>();
+}
+
 /* A lock or lease name no other test (or concurrent run) uses: "suite/base/pid/n". */
 inline std::string
 Unique(const std::string &suite, const std::string &base)

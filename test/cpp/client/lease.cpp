@@ -45,18 +45,10 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-/* Creates the extension; false (and a warning) when leases are not there. */
 bool
 LeasesAvailable()
 {
-	pqxx::connection     c("");
-	pqxx::nontransaction tx(c);
-	tx.exec("CREATE EXTENSION IF NOT EXISTS pg_fence");
-	return !Exec1(
-				tx,
-				"SELECT to_regprocedure('fence.lease_acquire(text,interval,text,interval)') IS NULL")
-				[0]
-					.as<bool>();
+	return fence_test::HasFunction("fence.lease_acquire(text,interval,text,interval)");
 }
 
 #define REQUIRE_LEASES()                                                                  \

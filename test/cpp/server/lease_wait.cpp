@@ -51,12 +51,7 @@ using Clock = std::chrono::steady_clock;
 bool
 WaitingAvailable()
 {
-	fence_test::EnsureExtension();
-	pqxx::connection     c("");
-	pqxx::nontransaction tx(c);
-	return !Exec1(tx, "SELECT to_regprocedure('fence.lease_acquire(text,interval,text,interval)') "
-					  "IS NULL")[0]
-				.as<bool>();
+	return fence_test::HasFunction("fence.lease_acquire(text,interval,text,interval)");
 }
 
 #define REQUIRE_WAITING()                                               \

@@ -45,12 +45,7 @@ using Clock = std::chrono::steady_clock;
 bool
 SemaphoresAvailable()
 {
-	fence_test::EnsureExtension();
-	pqxx::connection     c("");
-	pqxx::nontransaction tx(c);
-	return !Exec1(tx, "SELECT to_regprocedure('fence.semaphore_acquire(text,integer,interval,"
-					  "text,interval)') IS NULL")[0]
-				.as<bool>();
+	return fence_test::HasFunction("fence.semaphore_acquire(text,integer,interval,text,interval)");
 }
 
 #define REQUIRE_SEMAPHORES()                                     \
