@@ -100,6 +100,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
@@ -265,12 +266,51 @@ LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected)
 	return SPI_processed;
 }
 
+namespace {
+
+/* fence.max_lease_ttl, in seconds (lease_table.hpp). */
+int max_lease_ttl_s = kDefaultMaxLeaseTtlS;
+
+/* A duration in microseconds as interval text ("10 days 02:00:00"), for messages. */
+char *
+DurationText(int64 usecs)
+{
+	Interval *iv = static_cast<Interval *>(palloc0(sizeof(Interval)));
+
+	iv->day = (int32) (usecs / USECS_PER_DAY);
+	iv->time = usecs % USECS_PER_DAY;
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)));
+}
+
+} /* namespace */
+
+/* See lease_table.hpp. */
+void
+InitLeaseSettings()
+{
+	DefineCustomIntVariable(
+		"fence.max_lease_ttl",
+		"Longest ttl a lease or semaphore permit may be acquired or renewed for.",
+		"Bounds how long a holder that stopped renewing keeps others out: "
+		"a larger ttl argument is refused (22023).",
+		&max_lease_ttl_s, kDefaultMaxLeaseTtlS, 1, INT_MAX, PGC_SUSET, GUC_UNIT_S, nullptr, nullptr,
+		nullptr);
+}
+
 /* See lease_table.hpp. */
 TimestampTz
 LeaseExpiresAt(TimestampTz now, int64 ttl)
 {
 	TimestampTz result;
 
+	if (ttl > (int64) max_lease_ttl_s * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"ttl\" exceeds fence.max_lease_ttl"),
+				 errdetail("The ttl given is %s; the longest allowed is %s.", DurationText(ttl),
+						   DurationText((int64) max_lease_ttl_s * USECS_PER_SEC)),
+				 errhint("Renew the lease before it expires instead; a superuser can raise the "
+						 "setting fence.max_lease_ttl.")));
 	if (pg_add_s64_overflow(now, ttl, &result) || !IS_VALID_TIMESTAMP(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("argument \"ttl\" is too large"),

@@ -59,7 +59,29 @@ void LeaseEnd(LeaseCall *call, bool changed);
 /* Run a prepared statement on a fresh snapshot; returns SPI_processed. */
 uint64 LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected);
 
-/* now + ttl, or 22023 if it is out of the timestamp range. */
+/*
+ * Default of fence.max_lease_ttl: one day.  A holder that renews does so
+ * every few seconds or minutes (the CLI and fence::Lease every ttl/3), so
+ * the cap never touches it; what it bounds is how long a holder that died
+ * or stopped renewing, or a role that took a name on purpose, keeps
+ * everybody else out without fence_admin stepping in.  A day still allows
+ * the one-shot "hold it for the night's batch" use without renewals.
+ */
+constexpr int kDefaultMaxLeaseTtlS = 24 * 60 * 60;
+
+/*
+ * Define the superuser setting fence.max_lease_ttl (integer, seconds; units
+ * accepted: SET fence.max_lease_ttl = '10min'), from _PG_init.
+ */
+void InitLeaseSettings();
+
+/*
+ * now + ttl: the one place an expiry is computed from a ttl, so every path
+ * that grants or extends a lease (lease_acquire, semaphore_acquire,
+ * lease_renew, and whatever is built on AcquireLeaseSlot) is capped here.
+ * Raises 22023 naming "ttl" if ttl exceeds fence.max_lease_ttl or the
+ * expiry is out of the timestamp range.
+ */
 TimestampTz LeaseExpiresAt(TimestampTz now, int64 ttl);
 
 /* 25006 during recovery or in a read-only transaction: "cannot <what> <kind> "name"". */

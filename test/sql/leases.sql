@@ -190,3 +190,50 @@ SELECT fence.lease_release('held', :t10) AS released;
 SELECT fence.lease_release(repeat('x', 1024), token) AS released FROM fence.leases
  WHERE name = repeat('x', 1024);
 SELECT count(*) AS rows_left FROM fence.leases WHERE name <> 'late' AND name <> 'short';
+
+-- fence.max_lease_ttl (superuser, seconds, default 1 day) caps ttl on every
+-- path that grants or extends a lease: 22023 naming the argument and the limit
+SELECT setting, unit, context, boot_val FROM pg_settings WHERE name = 'fence.max_lease_ttl';
+SELECT fence.lease_acquire('cap', '1 day') AS tcap \gset
+SELECT :tcap > 0 AS at_cap_granted;
+\set VERBOSITY default
+SELECT fence.lease_acquire('cap2', '1 day 00:00:00.000001');
+\set VERBOSITY terse
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.lease_renew('cap', :tcap, '25 h');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.semaphore_acquire('capsem', 3, '2 mons');
+\echo :LAST_ERROR_SQLSTATE
+SET fence.max_lease_ttl = '10min';
+SHOW fence.max_lease_ttl;
+SELECT fence.lease_renew('cap', :tcap, '10 min') AS renewed_at_cap;
+SELECT expires_at - granted_at <= interval '10 min 1 s' AS shortened
+  FROM fence.leases WHERE name = 'cap';
+SELECT fence.lease_renew('cap', :tcap, '601 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.lease_acquire('cap2', '10 min 1 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.semaphore_acquire('capsem', 3, '10 min') IS NOT NULL AS permit_at_cap;
+SELECT fence.semaphore_acquire('capsem', 3, '11 min');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS refused_rows FROM fence.leases WHERE name = 'cap2';
+SELECT count(*) AS permits FROM fence.leases WHERE name = 'capsem';
+-- the setting itself: at least 1 s; only a superuser sets it
+SET fence.max_lease_ttl = 0;
+\echo :LAST_ERROR_SQLSTATE
+SET fence.max_lease_ttl = '-1 s';
+\echo :LAST_ERROR_SQLSTATE
+SET fence.max_lease_ttl = '1 s';
+SELECT fence.lease_acquire('cap2', '1.5 s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.lease_acquire('cap2', '1 s') IS NOT NULL AS one_second_ok;
+CREATE ROLE regress_lease_cap;
+SET ROLE regress_lease_cap;
+SET fence.max_lease_ttl = '2 days';
+\echo :LAST_ERROR_SQLSTATE
+SHOW fence.max_lease_ttl;
+RESET ROLE;
+DROP ROLE regress_lease_cap;
+RESET fence.max_lease_ttl;
+SHOW fence.max_lease_ttl;
+DELETE FROM fence.leases WHERE name IN ('cap', 'cap2', 'capsem');
