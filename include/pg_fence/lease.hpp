@@ -15,11 +15,18 @@
  * answer alone:
  *
  *	 local deadline = (moment the last successful acquire/renew request was
- *	                   *sent*) + TTL - safety_margin
+ *	                   *sent*) + TTL - TTL/500 - safety_margin
  *
- * The server computes its expiry from the moment it *executes* the request,
- * which is later, so the local deadline falls before the server-side expiry
- * (up to the two clocks' rate difference, a few parts per million).
+ * (lease_local_deadline below).  The server computes its expiry from the
+ * moment it *executes* the request, which is later by at least the trip
+ * there, so counting from the moment the request was sent is the side that
+ * never overstates what is left.  TTL/500 (2000 parts per million) allows
+ * for the two clocks running at different rates while the TTL elapses:
+ * NTP slews each of them by at most 500 ppm, and a free-running oscillator
+ * is off by tens of ppm; a step of the server's wall clock is not covered
+ * (run NTP in slew mode on the database server).  safety_margin is the
+ * holder's own: the time it needs to stop acting once it sees the loss
+ * (pg_fence run: its SIGTERM grace period plus the time signals take).
  *
  * Renewals are sent every TTL/3 (the usual rule for leases: two renewals
  * can fail or be slow before the TTL runs out), each in one round trip and
@@ -71,6 +78,28 @@ namespace fence {
 namespace detail {
 struct LeaseImpl;
 } // namespace detail
+
+/**
+ * The part of a lease's TTL a holder must not count on because its clock
+ * and the server's may run at different rates: TTL/500, i.e. 2000 parts
+ * per million (each clock may be slewed by NTP by up to 500 ppm, plus the
+ * oscillators' error; Linux adjtimex(2), MAXFREQ).  Never negative.
+ */
+std::chrono::milliseconds lease_clock_allowance(std::chrono::milliseconds ttl) noexcept;
+
+/**
+ * The local deadline of a lease whose acquire or renew request was sent at
+ * `sent` (steady_clock, read *before* the request left): sent + ttl -
+ * lease_clock_allowance(ttl) - safety_margin.  The server counts the TTL
+ * from the moment it executes the request, which is later, so a holder
+ * that has stopped acting by this instant has stopped before the server
+ * can grant the lease to anyone else.  fence::Lease and `pg_fence run`
+ * both use it (the rule: Gray & Cheriton, "Leases", 1989: the holder's
+ * term starts when it sent the request, less an allowance for clock drift).
+ */
+std::chrono::steady_clock::time_point
+lease_local_deadline(std::chrono::steady_clock::time_point sent, std::chrono::milliseconds ttl,
+					 std::chrono::milliseconds safety_margin) noexcept;
 
 /** Why a lease was lost, as passed to the callback. */
 enum class LossReason
@@ -132,10 +161,12 @@ struct LeaseOptions
 	 */
 	std::chrono::milliseconds renew_interval{0};
 	/**
-	 * Subtracted from the local deadline, so that the loss is reported
-	 * this much before the server-side expiry; e.g. pg_fence run uses its
-	 * kill grace period, so a command is killed before another holder
-	 * can get the lease.  Must be < TTL.  Default zero.
+	 * Subtracted from the local deadline (with lease_clock_allowance), so
+	 * that the loss is reported this much before the server-side expiry;
+	 * e.g. pg_fence run uses its kill grace period plus the time a signal
+	 * takes, so a command is killed before another holder can get the
+	 * lease.  Must be at least zero and less than TTL -
+	 * lease_clock_allowance(TTL).  Default zero.
 	 */
 	std::chrono::milliseconds safety_margin{0};
 	/**

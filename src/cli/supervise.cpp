@@ -7,9 +7,17 @@
  * RunLease and RunSession differ only in how the lock is taken, watched
  * and released:
  *  - a lease is renewed every TTL/3 by fence::Lease, which declares the
- *    loss on the local monotonic clock at (last successful renewal sent) +
- *    TTL - grace, so the command is signalled, and killed, before the
- *    server lets anyone else take the lease;
+ *    loss on the local monotonic clock at its local deadline,
+ *    fence::lease_local_deadline(last successful renewal *sent*, TTL,
+ *    grace + signal allowance) = sent + TTL - TTL/500 - grace - allowance.
+ *    The command gets SIGTERM at that deadline and SIGKILL at deadline +
+ *    grace (an instant fixed by the deadline, not by when SIGTERM went
+ *    out), which is still `allowance` before sent + TTL - TTL/500, the
+ *    earliest moment the server can let anyone else take the lease (it
+ *    counts the TTL from when it executed the renewal, later than sent;
+ *    TTL/500 covers the clocks' rate difference).  The allowance,
+ *    min(250 ms, TTL/10), covers waking the supervisor and the signal's
+ *    delivery on a loaded machine;
  *  - a session lock lives as long as its connection, which
  *    fence::SessionMonitor checks every second (SELECT 1): a failed check,
  *    or none answered for 1 s + 3 s, is a loss;
@@ -51,6 +59,8 @@ namespace fence::cli {
 namespace {
 
 constexpr milliseconds kMaxGrace(5000);
+/* Waking the supervision loop and delivering SIGKILL, on a loaded machine (see the header). */
+constexpr milliseconds kSignalAllowance(250);
 constexpr milliseconds kSessionCheckEvery(1000);
 constexpr milliseconds kSessionCheckTimeout(3000);
 
@@ -63,6 +73,13 @@ struct LockWatch
 	std::function<void()> suspending = [] {};
 	/* ...and has been continued: find out whether the lock is still held, before lost() is asked. */
 	std::function<void()> resumed = [] {};
+	/*
+	 * A lease's local deadline (the loss, SIGTERM), if the lock has one:
+	 * the loop wakes up for it, and SIGKILL lands at most `grace` after it.
+	 */
+	std::function<std::optional<Clock::time_point>()> deadline = [] {
+		return std::optional<Clock::time_point>();
+	};
 };
 
 /*
@@ -136,6 +153,9 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 				kill(-child, SIGTERM);
 				kill(-child, SIGCONT);
 				kill_at = Clock::now() + grace;
+				/* A late wake-up must not push SIGKILL past the lease's expiry: count from the deadline. */
+				if (auto d = watch.deadline())
+					kill_at = std::min(kill_at, *d + grace);
 				kill_pending = true;
 			}
 		}
@@ -145,11 +165,15 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 			kill_pending = false;
 		}
 
-		int timeout_ms = 200;
+		int                              timeout_ms = 200;
+		std::optional<Clock::time_point> wake;
 		if (kill_pending)
+			wake = kill_at;
+		else if (!was_lost)
+			wake = watch.deadline(); /* the loss itself, without waiting for the renewer's poke */
+		if (wake)
 		{
-			auto left =
-				std::chrono::duration_cast<milliseconds>(kill_at - Clock::now()).count() + 1;
+			auto left = std::chrono::duration_cast<milliseconds>(*wake - Clock::now()).count() + 1;
 			timeout_ms =
 				static_cast<int>(std::max<long long>(0, std::min<long long>(timeout_ms, left)));
 		}
@@ -204,12 +228,13 @@ RunLease(const RunOptions &o)
                                  (o.permits == 1 ? " permit)" : " permits)")
 								   : "lease \"" + o.name + "\"";
 	milliseconds        grace = std::min(kMaxGrace, o.ttl / 3);
+	milliseconds        signal_allowance = std::min(kSignalAllowance, o.ttl / 10);
 	std::mutex          why_mu;
 	std::string         why_lost;
 	fence::LeaseOptions lo;
 	lo.holder = o.holder;
 	lo.permits = o.permits;
-	lo.safety_margin = grace;
+	lo.safety_margin = grace + signal_allowance; /* SIGKILL lands signal_allowance before expiry */
 	lo.on_lost = [&](fence::LossReason, const std::string &message) {
 		{
 			std::lock_guard<std::mutex> lk(why_mu);
@@ -255,6 +280,7 @@ RunLease(const RunOptions &o)
 		*why = why_lost.empty() ? "lease deadline passed without a successful renewal" : why_lost;
 		return true;
 	};
+	watch.deadline = [&] { return std::optional<Clock::time_point>(lease->deadline()); };
 	int rc = Supervise(child, o, grace, watch);
 	if (rc == kExitLost)
 		return rc;

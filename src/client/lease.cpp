@@ -293,7 +293,7 @@ LeaseImpl::RenewerLoop() noexcept
 			case PqOutcome::kOk:
 				if (r.value && *r.value == "t")
 				{
-					if (!state->Extend(ToNs(sent + ttl - margin)))
+					if (!state->Extend(ToNs(lease_local_deadline(sent, ttl, margin))))
 						continue; /* the deadline passed while it was in flight */
 					renewals++;
 					last_error.clear();
@@ -379,6 +379,19 @@ Lease::try_acquire(const std::string &conninfo, const std::string &name,
 						   std::move(options));
 }
 
+std::chrono::milliseconds
+lease_clock_allowance(std::chrono::milliseconds ttl) noexcept
+{
+	return std::max(std::chrono::milliseconds::zero(), ttl / 500);
+}
+
+std::chrono::steady_clock::time_point
+lease_local_deadline(std::chrono::steady_clock::time_point sent, std::chrono::milliseconds ttl,
+					 std::chrono::milliseconds safety_margin) noexcept
+{
+	return sent + ttl - lease_clock_allowance(ttl) - safety_margin;
+}
+
 std::optional<Lease>
 Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 					   std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
@@ -389,9 +402,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 		throw std::invalid_argument("pg_fence: lease TTL must be at least 3 milliseconds");
 	if (wait < std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: wait must not be negative");
-	if (options.safety_margin < std::chrono::milliseconds::zero() || options.safety_margin >= ttl)
-		throw std::invalid_argument(
-			"pg_fence: lease safety margin must be at least zero and less than the TTL");
+	if (options.safety_margin < std::chrono::milliseconds::zero() ||
+		options.safety_margin >= ttl - lease_clock_allowance(ttl))
+		throw std::invalid_argument("pg_fence: lease safety margin must be at least zero and less "
+									"than the TTL less its clock allowance (TTL/500)");
 	if (options.renew_interval < std::chrono::milliseconds::zero())
 		throw std::invalid_argument("pg_fence: renew interval must not be negative");
 	if (options.connect_timeout <= std::chrono::milliseconds::zero())
@@ -456,7 +470,7 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 		if (!r.value || *r.value != "t")
 			return std::nullopt; /* it expired before the answer reached us */
 	}
-	std::int64_t d = detail::ToNs(sent + ttl - impl->margin);
+	std::int64_t d = detail::ToNs(lease_local_deadline(sent, ttl, impl->margin));
 	impl->state->last_deadline.store(d);
 	impl->state->deadline.store(d);
 

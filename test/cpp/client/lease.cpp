@@ -590,6 +590,31 @@ TEST_CASE(
 	CHECK(Clock::now() - t1 < 500ms);
 }
 
+TEST_CASE("Lease: the local deadline counts from the request sent, less TTL/500 and the margin",
+		  "[client][lease]")
+{
+	REQUIRE_LEASES();
+	CHECK(fence::lease_clock_allowance(10s) == 20ms);
+	CHECK(fence::lease_clock_allowance(400ms) == 0ms);
+	const Clock::time_point t0 = Clock::now();
+	CHECK(fence::lease_local_deadline(t0, 10s, 1s) == t0 + 10s - 20ms - 1s);
+
+	fence::LeaseOptions opts;
+	opts.safety_margin = 1s;
+	const Clock::time_point before = Clock::now();
+	auto                    lease = fence::Lease::try_acquire("", Unique("deadline"), 5s, opts);
+	const Clock::time_point after = Clock::now();
+	REQUIRE(lease.has_value());
+	/* sent lies between before and after: deadline = sent + 5 s - 10 ms - 1 s */
+	CHECK(lease->deadline() >= before + 5s - 10ms - 1s);
+	CHECK(lease->deadline() <= after + 5s - 10ms - 1s);
+	CHECK(lease->release());
+
+	/* the margin must leave room for the clock allowance: 1 s TTL, 2 ms allowance */
+	opts.safety_margin = 999ms;
+	CHECK_THROWS_AS(fence::Lease::try_acquire("", "x", 1s, opts), std::invalid_argument);
+}
+
 TEST_CASE("Lease: bad arguments throw std::invalid_argument", "[client][lease]")
 {
 	REQUIRE_LEASES();
