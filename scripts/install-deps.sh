@@ -37,6 +37,7 @@ packages=(
 	prometheus-postgres-exporter             # test/shell/observability: the shipped exporter config, for real
 	curl                                     # ... to scrape it
 	python3-yaml                             # ... and to compare the two exporter configs
+	pgbouncer                                # test/shell/pooling: transaction pooling, for real
 )
 
 print_only=false
@@ -115,6 +116,15 @@ if printf '%s\n' "${missing[@]}" | grep -qx prometheus-postgres-exporter; then
 		$SUDO systemctl disable --now prometheus-postgres-exporter >/dev/null 2>&1 || true
 	elif [ -x /etc/init.d/prometheus-postgres-exporter ]; then
 		$SUDO /etc/init.d/prometheus-postgres-exporter stop >/dev/null 2>&1 || true
+	fi
+fi
+# pgbouncer's package enables a system pooler on port 6432; the pooling test
+# starts its own on a free loopback port.
+if printf '%s\n' "${missing[@]}" | grep -qx pgbouncer; then
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		$SUDO systemctl disable --now pgbouncer >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/pgbouncer ]; then
+		$SUDO /etc/init.d/pgbouncer stop >/dev/null 2>&1 || true
 	fi
 fi
 # And etcd-server's starts a system etcd on port 2379; bench/handoff.sh runs

@@ -16,7 +16,7 @@
 #   catch2     test/cpp/{client,server}/*.cpp, built by `make cpptest-build`
 #              (test/cpp/cpp.mk)
 #   shell      test/shell/GROUP/*.sh (cli, durability, leases, observability,
-#              packaging; test/shell/lib holds what they share), each run
+#              packaging, pooling; test/shell/lib holds what they share), each run
 #              with bash: exit 0 passes, 77 skips
 #
 # Every pg_regress test, isolation spec, pgTAP assertion, Catch2 test case and
