@@ -50,7 +50,7 @@ AS 'MODULE_PATHNAME', 'fence_lease_acquire'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER COST 10000;
 
 COMMENT ON FUNCTION fence.lease_acquire(text, interval, text, interval) IS
-'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 42809 while the name is held as a semaphore (fence.semaphore_acquire), 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive or not finite, or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
+'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 42809 while the name is held as a semaphore (fence.semaphore_acquire), 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive, not finite or longer than the superuser setting fence.max_lease_ttl (default 1 day), or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
 
 CREATE FUNCTION fence.lease_renew(name text, token bigint, ttl interval)
 RETURNS boolean
@@ -58,7 +58,7 @@ AS 'MODULE_PATHNAME', 'fence_lease_renew'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.lease_renew(text, bigint, interval) IS
-'Extends the lease (or semaphore permit) "name" to expire ttl from now (server clock) and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name, token or ttl, 25006 during recovery or in a read-only transaction.';
+'Extends the lease (or semaphore permit) "name" to expire ttl from now (server clock) and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name, token or ttl (a ttl longer than fence.max_lease_ttl included), 25006 during recovery or in a read-only transaction.';
 
 CREATE FUNCTION fence.lease_release(name text, token bigint)
 RETURNS boolean

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# packaging/readme_sqlstates.sh - README.md documents every SQLSTATE the
+# server code raises and every setting it defines.
+#
+#   - each errcode(ERRCODE_...) in src/*.cpp and include/ext/*.hpp, turned
+#     into its SQLSTATE with PostgreSQL's utils/errcodes.h (and pg_fence's
+#     own MAKE_SQLSTATE definitions), appears in README's "SQLSTATEs" table
+#     (between <!-- section: errors --> and <!-- /section: errors -->);
+#   - each fence.* setting defined with DefineCustom*Variable appears in
+#     README's "Settings" table as a row of its own.
+# Needs no server; pg_config (PG_CONFIG) locates the server headers.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source test/shell/lib/check.sh
+
+hdr="$(${PG_CONFIG:-pg_config} --includedir-server 2>/dev/null)/utils/errcodes.h"
+[ -r "$hdr" ] || { echo "not ok - PostgreSQL's utils/errcodes.h is readable ($hdr)"; exit 1; }
+
+# NAME SQLSTATE for every MAKE_SQLSTATE definition, PostgreSQL's and ours
+codes() {
+	cat "$hdr" include/ext/*.hpp src/*.cpp |
+		sed -nE "s/^#define (ERRCODE_[A-Z0-9_]+)[[:space:]]+MAKE_SQLSTATE\('(.)', *'(.)', *'(.)', *'(.)', *'(.)'\).*/\1 \2\3\4\5\6/p"
+}
+table=$(sed -n '/<!-- section: errors -->/,/<!-- \/section: errors -->/p' README.md)
+[ -n "$table" ] || { echo "not ok - README.md has a SQLSTATEs section"; exit 1; }
+
+used=$(grep -ohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/*.cpp include/ext/*.hpp | sed -E 's/errcode\((.*)\)/\1/' | sort -u)
+n=0
+missing=()
+for name in $used; do
+	state=$(codes | awk -v n="$name" '$1 == n { print $2; exit }')
+	if [ -z "$state" ]; then
+		missing+=("$name (no SQLSTATE found)")
+		continue
+	fi
+	n=$((n + 1))
+	grep -q "\`$state\`" <<<"$table" || missing+=("$state ($name)")
+done
+check "the server code raises SQLSTATEs (found $n)" "yes" "$([ "$n" -ge 10 ] && echo yes || echo no)"
+check "every SQLSTATE raised in src/ is in README's SQLSTATEs table" "" "${missing[*]:-}"
+
+# the name is the first argument: on the call's line or the next one
+settings=$(grep -A1 -hE 'DefineCustom[A-Za-z]+Variable\(' src/*.cpp | grep -oE '"fence\.[a-z_]+"' | tr -d '"' | sort -u)
+m=0
+nosetting=()
+for g in $settings; do
+	m=$((m + 1))
+	grep -qE "^\| \`$g\` \|" README.md || nosetting+=("$g")
+done
+check "the server code defines settings (found $m)" "yes" "$([ "$m" -ge 3 ] && echo yes || echo no)"
+check "every fence.* setting has a row in README's Settings table" "" "${nosetting[*]:-}"
+exit $fail
