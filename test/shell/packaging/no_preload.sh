@@ -11,7 +11,9 @@
 #   - fence.token follows the same transaction rule even when it was SET
 #     before the library was loaded (placeholder);
 #   - the LOG line of a stale write is still written;
-#   - lease_acquire with wait gets the lease at expiry and after a release.
+#   - lease_acquire with wait gets the lease at expiry and after a release;
+#   - fence.max_lease_ttl SET by an ordinary role before the library was
+#     loaded (a placeholder) is not applied when it loads.
 # Usage: bash test/shell/packaging/no_preload.sh   (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -139,5 +141,14 @@ held=$(q -c "SELECT fence.lease_acquire('np-wait', '1 hour')")
 got=$(q -c "SELECT fence.lease_acquire('np-wait', '1 hour', 'waiter', '30 seconds') > $held")
 wait
 check "a waiting lease_acquire gets the lease after a release" "t" "$got"
+
+# An ordinary role's SET of the superuser setting before the library is
+# loaded in its session stays a placeholder that loading refuses.
+q -c "CREATE ROLE np_squatter LOGIN" >/dev/null
+out=$(psql -X -A -t -q -U np_squatter -v VERBOSITY=terse -c "SET fence.max_lease_ttl = '100 years'" \
+	-c "SELECT fence.lease_acquire('np-squat', '50 years')" -c "SHOW fence.max_lease_ttl" 2>&1 | paste -sd'|')
+check "a placeholder fence.max_lease_ttl set by an ordinary role does not count" \
+	'WARNING:  permission denied to set parameter "fence.max_lease_ttl"|ERROR:  argument "ttl" exceeds fence.max_lease_ttl|1d' "$out"
+q -c "DROP ROLE np_squatter" >/dev/null
 
 exit $fail
