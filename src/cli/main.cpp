@@ -16,10 +16,12 @@
  *  - the command runs in its own process group, so that a loss stops all of
  *    it: SIGTERM to the group, SIGKILL after a grace period;
  *  - a lease is renewed every TTL/3 by fence::Lease, which declares the
- *    loss on the local monotonic clock: at (last successful renewal sent) +
- *    TTL - grace, so the command is signalled, and killed, before the
- *    server lets anyone else take the lease (unless pg_fence itself is
- *    frozen: then the fencing token is what protects the data);
+ *    loss on the local monotonic clock at fence::lease_local_deadline
+ *    (last successful renewal sent, TTL, grace + signal allowance), and
+ *    SIGKILL follows at that deadline + grace, so the command is killed
+ *    before the server lets anyone else take the lease (supervise.cpp;
+ *    unless pg_fence itself is frozen: then the fencing token is what
+ *    protects the data);
  *  - a session lock lives as long as its connection: it is checked every
  *    second (SELECT 1, fence::SessionMonitor), and a failed or hung check
  *    is a loss;
