@@ -13,8 +13,15 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source test/shell/lib/check.sh
 
-hdr="$(${PG_CONFIG:-pg_config} --includedir-server 2>/dev/null)/utils/errcodes.h"
-[ -r "$hdr" ] || { echo "not ok - PostgreSQL's utils/errcodes.h is readable ($hdr)"; exit 1; }
+# The SQLSTATE of each ERRCODE_ name is the same in every version: any
+# server headers do (the test cluster's pg_config may be a relocated copy
+# without them).
+hdr=
+for d in "$(${PG_CONFIG:-pg_config} --includedir-server 2>/dev/null)" \
+	"$(/usr/bin/pg_config --includedir-server 2>/dev/null)" /usr/include/postgresql/*/server; do
+	[ -r "$d/utils/errcodes.h" ] && { hdr=$d/utils/errcodes.h; break; }
+done
+[ -n "$hdr" ] || { echo "not ok - PostgreSQL's utils/errcodes.h is found (postgresql-server-dev)"; exit 1; }
 
 # NAME SQLSTATE for every MAKE_SQLSTATE definition, PostgreSQL's and ours
 codes() {
