@@ -102,6 +102,16 @@ FindExtensionTable(ExtensionTableId id)
 	return e.table;
 }
 
+void
+ForgetExtensionTable(ExtensionTableId id)
+{
+	if (g_tables[static_cast<int>(id)].valid)
+	{
+		g_tables[static_cast<int>(id)].valid = false;
+		g_generation++;
+	}
+}
+
 uint64
 ExtensionTableGeneration()
 {

@@ -156,7 +156,8 @@ RunForToken(SPIPlanPtr plan, Datum *values, int expected_rc, int64 *value)
 /*
  * fence.insert_marks opened with RowShareLock (as SELECT ... FOR NO KEY
  * UPDATE opens it), by its cached OID; looked up again if the lock
- * acquisition brought an invalidation of the table (dropped, replaced).
+ * acquisition brought an invalidation of the table (dropped, replaced)
+ * or the OID names no table any more.
  */
 Relation
 OpenMarks(ExtensionTable *t)
@@ -176,6 +177,8 @@ OpenMarks(ExtensionTable *t)
 		}
 		if (rel != nullptr)
 			table_close(rel, RowShareLock);
+		else
+			ForgetExtensionTable(ExtensionTableId::kInsertMarks);
 	}
 }
 

@@ -56,4 +56,7 @@ ExtensionTable FindExtensionTable(ExtensionTableId id);
 /* Changes whenever a cached table is invalidated. */
 uint64 ExtensionTableGeneration();
 
+/* Forgets what is kept of the table (its cached OID names no table any more). */
+void ForgetExtensionTable(ExtensionTableId id);
+
 } /* namespace fence */
