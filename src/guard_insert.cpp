@@ -22,11 +22,11 @@
  *	    function under the column's collation (values equal by the type's
  *	    equality hash alike; collisions merge two resources' marks, which
  *	    can only reject more, never accept a stale token);
- *	 3. as the owner of fence.insert_marks (SECURITY_RESTRICTED), locks the
- *	    mark (SELECT ... FOR NO KEY UPDATE) or creates it (INSERT ... ON
- *	    CONFLICT, for a mark created meanwhile), and compares: equal is
- *	    accepted (the same holder appending again: no new row version),
- *	    higher raises the mark, lower raises FN001 (RaiseMark).
+ *	 3. locks the mark (as SELECT ... FOR NO KEY UPDATE would, without SPI)
+ *	    or creates it (INSERT ... ON CONFLICT, for a mark created
+ *	    meanwhile), and compares: equal is accepted (the same holder
+ *	    appending again: no new row version), higher raises the mark,
+ *	    lower raises FN001 (RaiseMark, src/insert_marks.cpp).
  * The mark's row lock (or its new version) is held until the inserting
  * transaction ends, so inserters of one resource serialize: a zombie's
  * INSERT that was not yet committed when a newer holder raised the mark
@@ -45,7 +45,7 @@
  */
 #include "ext/guard_insert.hpp"
 
-#include "ext/fence_rule.hpp"
+#include "ext/insert_marks.hpp"
 #include "ext/issued_token.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
@@ -73,178 +73,8 @@ namespace fence {
 
 namespace {
 
-/* Presenting the mark's own token again is accepted (fence_rule.hpp). */
-constexpr bool kInsertAllowsEqual = true;
-
 /* Resource columns at most: as many as an index key. */
 constexpr int kMaxResourceColumns = INDEX_MAX_KEYS;
-
-/* Saved plans (SPI_keepplan) of RaiseMark. */
-SPIPlanPtr g_lock_plan = nullptr;
-SPIPlanPtr g_raise_plan = nullptr;
-SPIPlanPtr g_create_plan = nullptr;
-SPIPlanPtr g_read_plan = nullptr;
-
-/* The owner of fence.insert_marks, as whom the marks are read and written. */
-Oid
-MarksOwner()
-{
-	Oid nsp = get_namespace_oid("fence", false);
-	Oid relid = get_relname_relid("insert_marks", nsp);
-
-	if (!OidIsValid(relid))
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("table fence.insert_marks does not exist"),
-						errhint("Update the extension: ALTER EXTENSION pg_fence UPDATE.")));
-
-	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-
-	Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-
-	ReleaseSysCache(tup);
-	return owner;
-}
-
-/* Switches to the marks' owner (restricted); undone by EndAsMarksOwner or by abort. */
-struct SavedUser
-{
-	Oid userid;
-	int sec_context;
-};
-
-SavedUser
-BeginAsMarksOwner()
-{
-	SavedUser saved;
-
-	GetUserIdAndSecContext(&saved.userid, &saved.sec_context);
-	SetUserIdAndSecContext(MarksOwner(), saved.sec_context | SECURITY_LOCAL_USERID_CHANGE |
-											 SECURITY_RESTRICTED_OPERATION);
-	return saved;
-}
-
-void
-EndAsMarksOwner(SavedUser saved)
-{
-	SetUserIdAndSecContext(saved.userid, saved.sec_context);
-}
-
-SPIPlanPtr
-KeptPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *types)
-{
-	if (*slot == nullptr)
-	{
-		SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
-
-		if (plan == nullptr)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		*slot = plan;
-	}
-	return *slot;
-}
-
-/* Runs a kept plan; the first column of its one row, if any, in *value. */
-bool
-RunForToken(SPIPlanPtr plan, Datum *values, int expected_rc, int64 *value)
-{
-	int rc = SPI_execute_plan(plan, values, nullptr, false, 1);
-
-	if (rc != expected_rc)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != 1)
-		return false;
-
-	bool isnull;
-
-	*value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	return !isnull;
-}
-
-/*
- * Applies the fence rule to the resource's mark: creates or raises it and
- * returns true, or returns false with the stored token in *stored.  Either
- * way the mark's row is locked (or written) by this transaction until it
- * ends, so no other writer of the resource can move it meanwhile.
- *
- *	 1. SELECT ... FOR NO KEY UPDATE: the usual case, a mark that exists;
- *	    equal needs nothing more, higher an UPDATE;
- *	 2. no mark yet: INSERT ... ON CONFLICT DO UPDATE ... WHERE <strict
- *	    rule>, in case another writer created it meanwhile (it waits for
- *	    that writer, then raises the mark or leaves it locked), and, if
- *	    that wrote nothing, read what the locked mark holds.
- */
-bool
-RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
-{
-	Oid   types[3] = {INT8OID, INT8OID, INT8OID};
-	Datum values[3] = {Int64GetDatum(guard_id), Int64GetDatum(resource_hash), Int64GetDatum(token)};
-	bool  accepted;
-
-	SavedUser saved = BeginAsMarksOwner();
-
-	SPI_connect();
-
-	SPIPlanPtr lock = KeptPlan(&g_lock_plan,
-							   "SELECT m.token FROM fence.insert_marks AS m "
-							   "WHERE m.guard_id OPERATOR(pg_catalog.=) $1 "
-							   "AND m.resource_hash OPERATOR(pg_catalog.=) $2 "
-							   "FOR NO KEY UPDATE",
-							   2, types);
-
-	if (RunForToken(lock, values, SPI_OK_SELECT, stored))
-	{
-		accepted = FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual);
-		if (accepted && token != *stored)
-		{
-			SPIPlanPtr raise = KeptPlan(&g_raise_plan,
-										"UPDATE fence.insert_marks AS m SET token = $3 "
-										"WHERE m.guard_id OPERATOR(pg_catalog.=) $1 "
-										"AND m.resource_hash OPERATOR(pg_catalog.=) $2",
-										3, types);
-			int        rc = SPI_execute_plan(raise, values, nullptr, false, 0);
-
-			if (rc != SPI_OK_UPDATE || SPI_processed != 1)
-				elog(ERROR, "insert mark of guard " INT64_FORMAT " vanished while locked",
-					 guard_id);
-		}
-	}
-	else
-	{
-		SPIPlanPtr create = KeptPlan(
-			&g_create_plan,
-			psprintf("INSERT INTO fence.insert_marks AS m (guard_id, resource_hash, token) "
-					 "VALUES ($1, $2, $3) "
-					 "ON CONFLICT (guard_id, resource_hash) DO UPDATE SET token = excluded.token "
-					 "WHERE %s RETURNING m.token",
-					 FenceConditionSql("m.token", "excluded.token", false)),
-			3, types);
-
-		*stored = token;
-		accepted = RunForToken(create, values, SPI_OK_INSERT_RETURNING, stored);
-		if (!accepted)
-		{
-			/* Created meanwhile and not lower than ours: locked by ON CONFLICT, read it. */
-			SPIPlanPtr read = KeptPlan(&g_read_plan,
-									   "SELECT m.token FROM fence.insert_marks AS m "
-									   "WHERE m.guard_id OPERATOR(pg_catalog.=) $1 "
-									   "AND m.resource_hash OPERATOR(pg_catalog.=) $2",
-									   2, types);
-
-			if (!RunForToken(read, values, SPI_OK_SELECT, stored))
-				elog(ERROR, "insert mark of guard " INT64_FORMAT " vanished while locked",
-					 guard_id);
-			accepted = FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual);
-		}
-	}
-	SPI_finish();
-	EndAsMarksOwner(saved);
-	return accepted;
-}
 
 /* The column's number in rel, or an error naming the guard's broken argument. */
 int
@@ -488,48 +318,6 @@ CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns)
 		names = lappend(names, pstrdup(column));
 	}
 	return names;
-}
-
-int64
-NextGuardId()
-{
-	SavedUser saved = BeginAsMarksOwner();
-
-	SPI_connect();
-
-	int rc = SPI_execute("SELECT pg_catalog.nextval('fence.guard_id_seq'::pg_catalog.regclass)",
-						 false, 1);
-
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "nextval of fence.guard_id_seq failed: %s", SPI_result_code_string(rc));
-
-	bool  isnull;
-	int64 id =
-		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-
-	SPI_finish();
-	EndAsMarksOwner(saved);
-	return id;
-}
-
-void
-ForgetInsertMarks(int64 guard_id)
-{
-	Oid   types[1] = {INT8OID};
-	Datum values[1] = {Int64GetDatum(guard_id)};
-
-	SavedUser saved = BeginAsMarksOwner();
-
-	SPI_connect();
-
-	int rc = SPI_execute_with_args("DELETE FROM fence.insert_marks AS m "
-								   "WHERE m.guard_id OPERATOR(pg_catalog.=) $1",
-								   1, types, values, nullptr, false, 0);
-
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
-	EndAsMarksOwner(saved);
 }
 
 } /* namespace fence */

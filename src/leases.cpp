@@ -86,6 +86,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
+#include "ext/extension_table.hpp"
 #include "ext/lease_table.hpp"
 #include "ext/lease_wait.hpp"
 #include "ext/shmem.hpp"
@@ -186,20 +187,14 @@ CheckLeaseWritable(const char *what, const char *kind, NameArg name)
 static Oid
 LeaseTableOwner()
 {
-	Oid       nsp = get_namespace_oid("fence", true);
-	Oid       relid = OidIsValid(nsp) ? get_relname_relid("leases", nsp) : InvalidOid;
-	HeapTuple tup = OidIsValid(relid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(relid)) : nullptr;
+	ExtensionTable t = FindExtensionTable(ExtensionTableId::kLeases);
 
-	if (!HeapTupleIsValid(tup))
+	if (!OidIsValid(t.relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_fence 0.2.0 or later is not installed in this database"),
 				 errhint("Run CREATE EXTENSION pg_fence, or ALTER EXTENSION pg_fence UPDATE.")));
-
-	Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-
-	ReleaseSysCache(tup);
-	return owner;
+	return t.owner;
 }
 
 /* See lease_table.hpp. */

@@ -12,6 +12,8 @@
  *	 - owner checks: pg_class_ownercheck() until 15, object_ownercheck() from
  *	   16 on (PostgreSQL commit "Replace ownercheck functions", 16);
  *	 - RelationGetPrimaryKeyIndex() takes deferrable_ok from 18 on;
+ *	 - index_beginscan() takes an IndexScanInstrumentation pointer (for
+ *	   EXPLAIN's index search counts) from 18 on;
  *	 - LockHeldByMe() takes orstronger from 17 on;
  *	 - PGPROC's local transaction id moved into vxid in 17;
  *	 - a GUC's "extra" must come from guc_malloc() from 16 on (guc.c frees it
@@ -34,6 +36,7 @@
 #include "ext/pg.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "catalog/pg_class.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
@@ -80,6 +83,17 @@ PrimaryKeyIndex(Relation rel)
 	return RelationGetPrimaryKeyIndex(rel, true);
 #else
 	return RelationGetPrimaryKeyIndex(rel);
+#endif
+}
+
+/* index_beginscan without instrumentation (a scan no EXPLAIN reports). */
+inline IndexScanDesc
+BeginIndexScan(Relation heap, Relation index, Snapshot snapshot, int nkeys)
+{
+#if PG_VERSION_NUM >= 180000
+	return index_beginscan(heap, index, snapshot, nullptr, nkeys, 0);
+#else
+	return index_beginscan(heap, index, snapshot, nkeys, 0);
 #endif
 }
 

@@ -22,6 +22,7 @@
  */
 #pragma once
 
+#include "ext/insert_marks.hpp"
 #include "ext/pg.hpp"
 
 extern "C" {
@@ -68,11 +69,5 @@ bool SameResource(TriggerData *td, HeapTuple a, HeapTuple b);
  * generated, hashable): a List of palloc'd C strings.
  */
 List *CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns);
-
-/* A new guard number (fence.guard_id_seq). */
-int64 NextGuardId();
-
-/* Deletes the marks of guard number `guard_id` (fence.unguard). */
-void ForgetInsertMarks(int64 guard_id);
 
 } /* namespace fence */

@@ -171,6 +171,24 @@ SELECT fence.guard('gi_plain');
 INSERT INTO gi_plain VALUES (1, 0);
 SELECT tgnargs FROM pg_trigger WHERE tgrelid = 'gi_plain'::regclass;
 
+-- The marks' table is looked up once per session (its OID, owner and
+-- primary key) and kept until the table changes: after ALTER TABLE ...
+-- OWNER TO, a new mark is written as the new owner (here one that has
+-- revoked its own privileges, so the write fails), and as the old owner
+-- again once it is back.
+CREATE ROLE gi_marks_owner;
+SELECT pg_catalog.pg_get_userbyid(relowner) AS marks_owner FROM pg_catalog.pg_class
+ WHERE oid = 'fence.insert_marks'::regclass \gset
+INSERT INTO gi_log (stream, body, fence) VALUES ('owner-1', 'owner cached', 1);
+ALTER TABLE fence.insert_marks OWNER TO gi_marks_owner;
+REVOKE ALL ON fence.insert_marks FROM gi_marks_owner;
+INSERT INTO gi_log (stream, body, fence) VALUES ('owner-2', 'as the new owner', 1);
+ALTER TABLE fence.insert_marks OWNER TO :"marks_owner";
+GRANT ALL ON fence.insert_marks TO :"marks_owner";
+INSERT INTO gi_log (stream, body, fence) VALUES ('owner-2', 'as the old owner', 1);
+SELECT stream, body FROM gi_log WHERE stream LIKE 'owner-%' ORDER BY id;
+DROP ROLE gi_marks_owner;
+
 -- unguard removes the marks; guarding again starts afresh with a new number
 SELECT count(*) AS marks_before FROM fence.insert_marks;
 SELECT fence.unguard('gi_log');

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert_marks.hpp
+ *	  The marks of guarded INSERTs in fence.insert_marks: the highest token
+ *	  that has written a row of each resource (src/insert_marks.cpp).
+ *	  Internal to the guard (src/guard_insert.cpp, src/guard.cpp).
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  include/ext/insert_marks.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#pragma once
+
+#include "ext/pg.hpp"
+
+namespace fence {
+
+/*
+ * Applies the fence rule (equal accepted) to the mark of (guard_id,
+ * resource_hash): creates the mark or raises it to token and returns true,
+ * or returns false with the stored token in *stored.  Either way the mark's
+ * row is locked (FOR NO KEY UPDATE) or written by this transaction until
+ * it ends, so writers of one resource serialize until commit, and a
+ * rollback takes the change with it.  The marks are read and written as
+ * the table's owner: the caller needs no privilege on fence.insert_marks.
+ */
+bool RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored);
+
+/* A new guard number (fence.guard_id_seq). */
+int64 NextGuardId();
+
+/* Deletes the marks of guard number `guard_id` (fence.unguard). */
+void ForgetInsertMarks(int64 guard_id);
+
+} /* namespace fence */
