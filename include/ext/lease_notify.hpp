@@ -5,7 +5,8 @@
  *
  * SPEC (Lease locks, last paragraph): every change of holder of a lease,
  * leadership or semaphore permit (grant, takeover of an expired holder,
- * release, resignation) sends NOTIFY pg_fence, '<json>' at commit.  The
+ * release, resignation) sends NOTIFY pg_fence, '<json>' at commit, unless the superuser setting
+ * fence.notify is off.  The
  * payload is built with PostgreSQL's escape_json and sent with its own
  * Async_Notify, which is transactional: delivered at commit, dropped on
  * rollback (of the transaction or of the savepoint that made the change).
@@ -56,6 +57,9 @@ struct HolderInfo
 	TimestampTz expires_at;
 	int32       slot;
 };
+
+/* Defines the setting fence.notify (_PG_init). */
+void InitLeaseNotify();
 
 /* The kind of a row from its permits (NULL: not a semaphore) and elected columns. */
 HolderKind RowKind(bool permits_isnull, bool elected);

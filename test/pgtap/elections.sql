@@ -4,7 +4,7 @@
 -- Several sessions: the isolation spec election and
 -- test/cpp/server/election.cpp (waits, NOTIFY payloads).
 BEGIN;
-SELECT plan(71);
+SELECT plan(73);
 
 -- shape
 SELECT has_function('fence', 'campaign', ARRAY['text', 'text', 'interval', 'interval'],
@@ -125,7 +125,10 @@ SELECT is(fence.resign('tap/e', (SELECT term FROM terms WHERE k = 'a1')), false,
 SELECT is(fence.campaign('tap/e', 'node-a', '1 minute'), NULL::bigint,
 	'nor get the term back by campaigning with the same candidate from another role');
 SELECT is((SELECT count(*)::int FROM fence.leader('tap/e')), 1, 'another role may read the leader');
+SELECT throws_ok($$SET fence.notify = off$$, '42501', NULL,
+	'fence.notify is a superuser setting');
 RESET ROLE;
+SELECT is(current_setting('fence.notify'), 'on', 'fence.notify is on by default');
 SELECT is(fence.resign('tap/e', (SELECT term FROM terms WHERE k = 'a1') + 1000), false,
 	'a wrong term: false');
 SELECT is(fence.resign('tap/e', (SELECT term FROM terms WHERE k = 'a1')), true, 'the leader resigns');

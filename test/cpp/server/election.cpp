@@ -499,3 +499,29 @@ TEST_CASE("notify: names and holders too long for the payload are cut and flagge
 	pqxx::nontransaction tx(a);
 	CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", short_name, token)[0].as<bool>());
 }
+
+TEST_CASE("notify: fence.notify = off sends nothing", "[server][notify]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string name = Unique("off");
+	const std::string marker = Unique("marker-off");
+	Listener          l;
+	pqxx::connection  a("");
+	pqxx::connection  m("");
+	std::int64_t      token;
+	{
+		pqxx::nontransaction tx(a);
+		tx.exec("SET fence.notify = off");
+		token =
+			ExecParams1(tx, "SELECT fence.lease_acquire($1, '1 hour')", name)[0].as<std::int64_t>();
+		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>());
+	}
+	{
+		pqxx::nontransaction tx(m);
+		CHECK_FALSE(
+			ExecParams1(tx, "SELECT fence.lease_acquire($1, '1 hour')", marker)[0].is_null());
+	}
+	auto p = l.Next({NameKey(name), NameKey(marker)});
+	REQUIRE(p.has_value());
+	CHECK(Field(m, *p, "name") == marker);
+}
