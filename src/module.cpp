@@ -7,7 +7,8 @@
  * postmaster, with shared_preload_libraries = 'pg_fence'):
  *	 - transaction callbacks of the connection-bound locks;
  *	 - the settings fence.token, fence.require_issued_tokens,
- *	   fence.max_lease_ttl and fence.max_locks; the prefix "fence." is
+ *	   fence.max_lease_ttl, fence.notify and fence.max_locks; the prefix
+ *	   "fence." is
  *	   then reserved, so a misspelt fence.* setting is an error;
  *	 - the shared block of the token allocator, counters and lock registry
  *	   (shmem.hpp): requested while shared_preload_libraries is processed,
@@ -23,6 +24,7 @@
 #include "ext/compat.hpp"
 #include "ext/issued_token.hpp"
 #include "ext/lease_table.hpp"
+#include "ext/lease_notify.hpp"
 #include "ext/locks.hpp"
 #include "ext/shmem.hpp"
 #include "ext/token_setting.hpp"
@@ -44,6 +46,7 @@ _PG_init(void)
 	fence::InitTokenSetting();
 	fence::InitIssuedTokenCheck();
 	fence::InitLeaseSettings();
+	fence::InitLeaseNotify();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }
