@@ -58,8 +58,14 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  *	   so the others keep drawing meanwhile and nobody waits for a flush in
  *	   the steady state;
  *	 - the counter is started from nextval() (above every durable value) the
- *	   first time a database draws a token after the server starts, or after
- *	   the sequence was replaced (DROP/CREATE EXTENSION), never going down.
+ *	   first time a database draws a token after the server starts (or is
+ *	   promoted), or after the sequence was replaced (DROP/CREATE
+ *	   EXTENSION), never going down; before that, this timeline's epoch is
+ *	   claimed and the sequence lifted to its floor (token_epoch.hpp), and
+ *	   the ceiling never passes the epoch's cap;
+ *	 - a ceiling move refuses (55000) a sequence found below the value this
+ *	   server last made durable (an administrator's setval lower or
+ *	   RESTART), and every start and move checks the sequence's settings.
  *
  * Tokens strictly increase in the order they are drawn, across sessions
  * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
