@@ -132,10 +132,9 @@ MoveCeiling(DbShared *slot, Oid seq)
 void
 StartCounter(DbShared *slot, Oid seq, Oid epoch_seq)
 {
-	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
-
 	CheckTokenSequence(seq);
 
+	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
 	int64      v = nextval_internal(seq, false);
 	XLogRecPtr lsn = FlushSequence(seq);
 
@@ -289,6 +288,7 @@ DrawWithNextval(Oid seq, Oid epoch_seq, TimeLineID tli)
 	if (!mine.valid || mine.seq != seq || mine.epoch_seq != epoch_seq || mine.range.tli != tli)
 	{
 		mine.valid = false;
+		CheckTokenSequence(seq);
 		LockRelationOid(seq, RowExclusiveLock);
 		LockEpochSequences(epoch_seq);
 		mine.range = ClaimTokenEpoch(seq, epoch_seq);

@@ -9,7 +9,8 @@
 #      draws until refused with 55000 (with the shared allocator at its next
 #      ceiling move, within 4096 tokens), and every token it got is above
 #      every token seen before; the value the hint names makes grants work;
-#   3. another owner: grants continue (the ceiling is moved as the owner).
+#   3. another owner: grants continue (the ceiling is moved as the owner);
+#   4. the top of the epoch: 2200H after the last token below 2^40.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
 . "$(dirname "$0")/../lib/check.sh"
@@ -99,4 +100,26 @@ qp -c 'ALTER SEQUENCE fence.token_seq OWNER TO fence_test_seq_owner'
 got=$(qp -c "SELECT fence.try_lock('seq/owner')")
 check "another owner of fence.token_seq: grants continue above every token seen ($got > $max)" t "$(above "$got")"
 qp -c 'ALTER SEQUENCE fence.token_seq OWNER TO postgres' -c "SELECT fence.unlock_all()" >/dev/null
+
+# 4. The top of this timeline's epoch (2^40 tokens on timeline 1): the last
+# tokens below 2^40, then 2200H, and the sequence stays below 2^40.
+qp -c "SELECT pg_catalog.setval('fence.token_seq', (1::bigint << 40) - 4)" >/dev/null
+"$FENCE_CLUSTER_CTL" restart
+out=$(outcome -c "DO \$\$
+DECLARE t bigint; hi bigint := 0;
+BEGIN
+	BEGIN
+		FOR i IN 1..10 LOOP
+			t := fence.try_lock('seq/top');
+			PERFORM fence.unlock('seq/top', t);
+			hi := greatest(hi, t);
+		END LOOP;
+	EXCEPTION WHEN sequence_generator_limit_exceeded THEN
+		PERFORM pg_catalog.set_config('fence_test.top', hi::text, false);
+	END;
+END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.top', true)")
+check "the last tokens of timeline 1's epoch end at 2^40 - 1, then 2200H" $(((1 << 40) - 1)) "$out"
+check "  and the sequence stays below 2^40" t \
+	"$(qp -c "SELECT last_value < (1::bigint << 40) FROM fence.token_seq")"
+check "  a new session is refused too" "error 2200H" "$(outcome -c "SELECT fence.try_lock('seq/top')")"
 exit "$fail"
