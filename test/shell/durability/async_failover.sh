@@ -15,7 +15,8 @@
 #      its tokens are above every token the old primary returned;
 #   4. the old primary keeps granting: all its tokens stay below every token
 #      of the new primary; then it is lost (immediate stop) and the new
-#      primary keeps issuing above everything.
+#      primary keeps issuing above everything; fence.advance there accepts its
+#      tokens, lets the old primary's lose, refuses one above (FN004).
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
 . "$(dirname "$0")/../lib/check.sh"
@@ -109,6 +110,17 @@ check "the promoted standby's tokens (${new[*]}) beat every token the old primar
 split=$(draw 100 failover/split-brain)
 check "the old primary's tokens after the promotion (max $split) lose to the new primary's (min $new_min)" t \
 	"$([ "$split" -lt "$new_min" ] && echo t || echo f)"
+# A resource fenced on the new primary: its tokens are issued (FN004 knows
+# the jump), the old primary's lose, one above the last issued is forged.
+if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.advance') IS NOT NULL")" = t ]; then
+	last=$(qs -c "SELECT fence.try_lock('failover/fenced')")
+	check "the new primary's last token fences a resource" t "$(qs -c "SELECT fence.advance('failover/r', $last)")"
+	check "  the old primary's token loses there" f "$(qs -c "SELECT fence.advance('failover/r', $split)")"
+	check "  one above the last token issued is refused (FN004)" FN004 \
+		"$(psql -X -q -At -p "$SPORT" -d "$DB" -v VERBOSITY=sqlstate \
+			-c "SELECT fence.advance('failover/r', $last + 1)" 2>&1 | sed 's/^ERROR:  //' || true)"
+	new+=("$last")
+fi
 "$FENCE_CLUSTER_CTL" stop-immediate
 after=$(qs -c "SELECT fence.try_lock('failover/after-loss')")
 check "the new primary keeps issuing above everything ($after)" t \
