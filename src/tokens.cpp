@@ -194,27 +194,25 @@ AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64
 			UnlockEpochSequences(epoch_seq);
 		return;
 	}
-	PG_TRY();
-	{
-		SpinLockAcquire(&slot->token_mutex);
-		bool  started = StartedFor(slot, seq, epoch_seq, tli);
-		int64 left = slot->token_ceiling - slot->token_next;
 
-		SpinLockRelease(&slot->token_mutex);
-		if (!started)
-		{
-			if (may_start)
-				StartCounter(slot, seq, epoch_seq);
-		}
-		else if (left < low_water)
-			MoveCeiling(slot, seq);
-	}
-	PG_CATCH();
+	/*
+	 * An error below leaves the LWLock to the (sub)transaction's abort,
+	 * which releases every LWLock (LWLockReleaseAll), as PostgreSQL's own
+	 * code does: by the time a PG_CATCH block runs, errfinish has reset
+	 * InterruptHoldoffCount, and releasing it there trips an assertion.
+	 */
+	SpinLockAcquire(&slot->token_mutex);
+	bool  started = StartedFor(slot, seq, epoch_seq, tli);
+	int64 left = slot->token_ceiling - slot->token_next;
+
+	SpinLockRelease(&slot->token_mutex);
+	if (!started)
 	{
-		LWLockRelease(mover);
-		PG_RE_THROW();
+		if (may_start)
+			StartCounter(slot, seq, epoch_seq);
 	}
-	PG_END_TRY();
+	else if (left < low_water)
+		MoveCeiling(slot, seq);
 	LWLockRelease(mover);
 	if (may_start)
 		UnlockEpochSequences(epoch_seq);
