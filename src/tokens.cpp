@@ -18,10 +18,7 @@
 #include "ext/token_epoch.hpp"
 
 extern "C" {
-#include "access/htup_details.h"
-#include "catalog/pg_class.h"
 #include "commands/sequence.h"
-#include "utils/syscache.h"
 }
 
 namespace fence {
