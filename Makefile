@@ -39,6 +39,10 @@ DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 PG_CPPFLAGS = -Iinclude -Wno-register -DPG_FENCE_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-cast-function-type $(if $(WERROR),-Werror)
+# Header dependencies of the server objects (src/*.d, read below): a changed
+# header such as include/ext/shmem.hpp rebuilds every object that includes
+# it, so no object keeps an old layout of a shared struct.
+PG_CXXFLAGS += -MMD -MP
 SHLIB_LINK += -lstdc++
 
 # Tests: every file found is run (no list to forget to update).
@@ -47,7 +51,7 @@ REGRESS_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 ISOLATION      = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
-EXTRA_CLEAN = results output_iso regression.diffs regression.out tmp_check
+EXTRA_CLEAN = results output_iso regression.diffs regression.out tmp_check $(OBJS:.o=.d)
 
 # No LLVM bitcode: pg_fence's functions spend their time in the lock manager,
 # WAL and SPI, so JIT inlining of them gains nothing, and PGXS would compile
@@ -103,6 +107,7 @@ ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).
 -include sql/assemble.mk
 include $(PGXS)
+-include $(OBJS:.o=.d)
 
 # Extra pieces built with the extension (client library, CLI) are added by
 # their own makefile fragments, when present.
