@@ -149,6 +149,16 @@ struct LeaseOptions
 	 * Must not be negative.
 	 */
 	int permits = 0;
+	/**
+	 * False (the default): a lease or a semaphore permit, as above.  True:
+	 * campaign for leadership of the election `name` with `holder` as the
+	 * candidate (fence.campaign(name, candidate, ttl, wait), which needs a
+	 * non-empty holder): the lease obtained is the leadership, its token the
+	 * term; it is renewed and lost like any lease, and release() resigns
+	 * (fence.resign(name, term)).  Not with permits.  fence::Election
+	 * (election.hpp) builds on it; `pg_fence elect` uses it directly.
+	 */
+	bool campaign = false;
 };
 
 /**

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 typedef struct pg_conn PGconn;
 
@@ -90,6 +91,16 @@ public:
 	 * kConnectionLost it is closed too.
 	 */
 	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd);
+
+	/*
+	 * Waits until a notification arrives (after LISTEN), `deadline` or the
+	 * stop descriptor, and appends the payloads of those received on
+	 * `channel` to *payloads (notifications already read by Exec count
+	 * too).  kOk (maybe with nothing appended, at the deadline),
+	 * kConnectionLost (the connection is closed) or kStopped.
+	 */
+	PqOutcome WaitNotify(const std::string &channel, Clock::time_point deadline, int stop_fd,
+						 std::vector<std::string> *payloads);
 
 	/* A quoted SQL literal for `s` (PQescapeLiteral); needs a connection. */
 	std::string Literal(const std::string &s) const;

@@ -1,0 +1,583 @@
+/*-------------------------------------------------------------------------
+ *
+ * election.cpp
+ *	  fence::Election (a candidacy whose leadership is a fence::Lease
+ *	  acquired with fence.campaign), fence::LeaderWatch (LISTEN pg_fence on
+ *	  a connection of its own) and fence::current_leader.
+ *
+ * The watch's thread.  It sleeps in poll(2) on its connection's socket and
+ * a "stop" pipe (pq_conn.hpp, PqConn::WaitNotify) until a notification on
+ * channel pg_fence arrives, the current leader's expires_at passes (an
+ * expiry without a takeover sends no notification), or the destructor
+ * asks it to stop.  A notification whose payload does not mention the
+ * watched name is ignored; otherwise, and at expires_at, it reads
+ * fence.leader(name) again, and reports the leader when its (candidate,
+ * term) pair changed.  A broken connection is made again with backoff
+ * (50 ms doubling to 5 s), followed by LISTEN and a fresh read, so a
+ * change made while disconnected is reported after all.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/client/election.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_fence/election.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <pqxx/except>
+
+#include "internal.hpp"
+#include "pq_conn.hpp"
+
+namespace fence {
+
+namespace detail {
+
+using client_internal::PqConn;
+using client_internal::PqOutcome;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kChannel[] = "pg_fence";
+
+[[noreturn]] void
+ThrowWatchOutcome(const PqOutcome &o)
+{
+	if (o.kind == PqOutcome::kServerError)
+		throw pqxx::sql_error("pg_fence: " + o.message, "", o.sqlstate.c_str());
+	throw pqxx::broken_connection(
+		"pg_fence: " + (o.message.empty() ? std::string("connection failed") : o.message));
+}
+
+/*
+ * One column, so that PqConn::Exec can return it: term, elected_at and
+ * expires_at (epoch seconds), the seconds left before expires_at on the
+ * server's clock, and the candidate last (it may contain tabs).
+ */
+std::string
+LeaderQuery(const PqConn &conn, const std::string &name)
+{
+	return "SELECT concat_ws(E'\\t', term, extract(epoch FROM elected_at), "
+		   "extract(epoch FROM expires_at), extract(epoch FROM expires_at - clock_timestamp()), "
+		   "candidate) FROM fence.leader(" +
+		   conn.Literal(name) + ")";
+}
+
+std::chrono::system_clock::time_point
+FromEpoch(const std::string &s)
+{
+	double secs = std::strtod(s.c_str(), nullptr);
+	return std::chrono::system_clock::time_point(
+		std::chrono::duration_cast<std::chrono::system_clock::duration>(
+			std::chrono::duration<double>(secs)));
+}
+
+/* The row LeaderQuery returned; *left = time before its expiry (server clock). */
+std::optional<Leader>
+ParseLeader(const std::optional<std::string> &value, Clock::duration *left)
+{
+	if (!value)
+		return std::nullopt;
+	std::vector<std::string> f;
+	std::size_t              start = 0;
+	while (f.size() < 4)
+	{
+		std::size_t tab = value->find('\t', start);
+		if (tab == std::string::npos)
+			break;
+		f.push_back(value->substr(start, tab - start));
+		start = tab + 1;
+	}
+	if (f.size() < 4)
+		throw std::runtime_error("pg_fence: unexpected fence.leader row: " + *value);
+	Leader l;
+	l.term = std::stoll(f[0]);
+	l.elected_at = FromEpoch(f[1]);
+	l.expires_at = FromEpoch(f[2]);
+	l.candidate = value->substr(start);
+	if (left)
+		*left = std::chrono::duration_cast<Clock::duration>(
+			std::chrono::duration<double>(std::max(0.0, std::strtod(f[3].c_str(), nullptr))));
+	return l;
+}
+
+/*
+ * The name as it appears in a JSON string (PostgreSQL's escape_json): a
+ * notification whose payload does not contain it (its first 64 bytes, in
+ * case the server cut a long name) is about another name.
+ */
+std::string
+JsonNeedle(const std::string &name)
+{
+	std::string out = "\"";
+	for (unsigned char c : name.substr(0, 64))
+	{
+		switch (c)
+		{
+			case '"':
+				out += "\\\"";
+				break;
+			case '\\':
+				out += "\\\\";
+				break;
+			case '\b':
+				out += "\\b";
+				break;
+			case '\f':
+				out += "\\f";
+				break;
+			case '\n':
+				out += "\\n";
+				break;
+			case '\r':
+				out += "\\r";
+				break;
+			case '\t':
+				out += "\\t";
+				break;
+			default:
+				if (c < 0x20)
+				{
+					char buf[8];
+					std::snprintf(buf, sizeof buf, "\\u%04x", c);
+					out += buf;
+				}
+				else
+					out.push_back(static_cast<char>(c));
+		}
+	}
+	/* A cut name is followed by anything; a whole one by the closing quote. */
+	if (name.size() <= 64)
+		out.push_back('"');
+	return out;
+}
+
+struct LeaderWatchImpl
+{
+	std::string        conninfo;
+	std::string        name;
+	std::string        needle;
+	LeaderCallback     on_change;
+	LeaderWatchOptions options;
+
+	PqConn                     conn;
+	int                        stop_rd = -1;
+	int                        stop_wr = -1;
+	std::thread                thread;
+	mutable std::mutex         mu; /* guards current */
+	std::optional<Leader>      current;
+	std::atomic<std::uint64_t> changes{0};
+	bool              reported = false; /* the watch's thread only (after the first report) */
+	Clock::time_point recheck_at = Clock::time_point::max();
+
+	~LeaderWatchImpl()
+	{
+		if (stop_rd >= 0)
+			::close(stop_rd);
+		if (stop_wr >= 0)
+			::close(stop_wr);
+	}
+
+	/* Connects, LISTENs and reads the leader; `stop_fd` -1 in the constructor. */
+	PqOutcome
+	Start(int stop_fd)
+	{
+		PqOutcome r = conn.Connect(conninfo, Clock::now() + options.connect_timeout, stop_fd);
+		if (!r.ok())
+			return r;
+		r = conn.Exec(std::string("LISTEN ") + kChannel, Clock::now() + options.connect_timeout,
+					  stop_fd);
+		if (!r.ok())
+			return r;
+		return Read(stop_fd);
+	}
+
+	/* fence.leader(name) again; reports a change. */
+	PqOutcome
+	Read(int stop_fd)
+	{
+		PqOutcome r =
+			conn.Exec(LeaderQuery(conn, name), Clock::now() + options.connect_timeout, stop_fd);
+		if (!r.ok())
+			return r;
+		Clock::duration       left{};
+		std::optional<Leader> l = ParseLeader(r.value, &left);
+		/* Read again just after the expiry, unless a renewal moved it (then again after that). */
+		recheck_at =
+			l ? Clock::now() + left + std::chrono::milliseconds(5) : Clock::time_point::max();
+		bool changed;
+		{
+			std::lock_guard<std::mutex> lk(mu);
+			changed = !reported || current.has_value() != l.has_value() ||
+					  (l && (current->term != l->term || current->candidate != l->candidate));
+			current = l;
+		}
+		if (changed)
+		{
+			reported = true;
+			changes++;
+			if (on_change)
+			{
+				try
+				{
+					on_change(l);
+				}
+				catch (...)
+				{
+				}
+			}
+		}
+		return r;
+	}
+
+	bool
+	Sleep(Clock::duration d) const
+	{
+		struct pollfd p = {stop_rd, POLLIN, 0};
+		int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+		return ::poll(&p, 1, ms) == 0;
+	}
+
+	void
+	Loop() noexcept
+	{
+		Clock::duration backoff = std::chrono::milliseconds(50);
+		for (;;)
+		{
+			PqOutcome r;
+			try
+			{
+				if (!conn.connected())
+					r = Start(stop_rd);
+				else
+				{
+					std::vector<std::string> payloads;
+					Clock::time_point        until =
+						std::min(recheck_at, Clock::now() + std::chrono::hours(1));
+					r = conn.WaitNotify(kChannel, until, stop_rd, &payloads);
+					bool mine = Clock::now() >= recheck_at;
+					for (const std::string &p : payloads)
+						mine = mine || p.find(needle) != std::string::npos;
+					if (r.ok() && mine)
+						r = Read(stop_rd);
+				}
+			}
+			catch (const std::exception &e)
+			{
+				r.kind = PqOutcome::kConnectionLost;
+				r.message = e.what();
+				conn.Close();
+			}
+			if (r.kind == PqOutcome::kStopped)
+				return;
+			if (r.ok())
+			{
+				backoff = std::chrono::milliseconds(50);
+				continue;
+			}
+			conn.Close();
+			if (options.on_retry)
+			{
+				try
+				{
+					options.on_retry("leader watch: " + r.message + "; connecting again");
+				}
+				catch (...)
+				{
+				}
+			}
+			if (!Sleep(backoff))
+				return;
+			backoff = std::min<Clock::duration>(backoff * 2, std::chrono::seconds(5));
+		}
+	}
+};
+
+} // namespace detail
+
+using detail::Clock;
+using detail::PqOutcome;
+
+/* ---------- LeaderWatch ---------- */
+
+LeaderWatch::LeaderWatch(const std::string &conninfo, const std::string &name,
+						 LeaderCallback on_change, LeaderWatchOptions options)
+{
+	client_internal::CheckName(name);
+	if (options.connect_timeout <= std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: connect timeout must be greater than zero");
+	auto impl = std::make_shared<detail::LeaderWatchImpl>();
+	impl->conninfo = conninfo;
+	impl->name = name;
+	impl->needle = detail::JsonNeedle(name);
+	impl->on_change = std::move(on_change);
+	impl->options = std::move(options);
+	int fds[2];
+	if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		throw std::system_error(errno, std::generic_category(), "pg_fence: pipe");
+	impl->stop_rd = fds[0];
+	impl->stop_wr = fds[1];
+
+	/* Connect, LISTEN and read once here, so that errors reach the caller; report from the thread. */
+	PqOutcome r = impl->conn.Connect(conninfo, Clock::now() + impl->options.connect_timeout, -1);
+	if (r.ok())
+		r = impl->conn.Exec(std::string("LISTEN ") + detail::kChannel,
+							Clock::now() + impl->options.connect_timeout, -1);
+	if (r.ok())
+		r = impl->conn.Exec(detail::LeaderQuery(impl->conn, name),
+							Clock::now() + impl->options.connect_timeout, -1);
+	if (!r.ok())
+		detail::ThrowWatchOutcome(r);
+	detail::ParseLeader(r.value, nullptr); /* throws on a row it cannot read */
+
+	detail::LeaderWatchImpl *raw = impl.get();
+	impl->thread = std::thread([raw] {
+		/* The first report: read again on the thread (cheap), which also sets recheck_at. */
+		PqOutcome first;
+		try
+		{
+			first = raw->Read(raw->stop_rd);
+		}
+		catch (const std::exception &)
+		{
+			raw->conn.Close();
+		}
+		if (first.kind == PqOutcome::kStopped)
+			return;
+		if (!first.ok())
+			raw->conn.Close();
+		raw->Loop();
+	});
+	impl_ = std::move(impl);
+}
+
+LeaderWatch::~LeaderWatch()
+{
+	if (!impl_)
+		return;
+	char one = 1;
+	while (::write(impl_->stop_wr, &one, 1) < 0 && errno == EINTR)
+	{
+	}
+	if (impl_->thread.joinable())
+		impl_->thread.join();
+	impl_->conn.Close();
+}
+
+std::optional<Leader>
+LeaderWatch::leader() const
+{
+	std::lock_guard<std::mutex> lk(impl_->mu);
+	return impl_->current;
+}
+
+std::uint64_t
+LeaderWatch::changes() const noexcept
+{
+	return impl_->changes.load();
+}
+
+/* ---------- current_leader ---------- */
+
+std::optional<Leader>
+current_leader(const std::string &conninfo, const std::string &name)
+{
+	client_internal::CheckName(name);
+	client_internal::PqConn conn;
+	auto                    deadline = Clock::now() + std::chrono::seconds(10);
+	PqOutcome               r = conn.Connect(conninfo, deadline, -1);
+	if (r.ok())
+		r = conn.Exec(detail::LeaderQuery(conn, name), deadline, -1);
+	if (!r.ok())
+		detail::ThrowWatchOutcome(r);
+	return detail::ParseLeader(r.value, nullptr);
+}
+
+/* ---------- Election ---------- */
+
+namespace {
+
+std::string
+DefaultCandidate()
+{
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) != 0)
+		std::strcpy(host, "unknown-host");
+	return std::string(host) + ":" + std::to_string(getpid());
+}
+
+} // namespace
+
+Election::Election(std::string conninfo, std::string name, std::chrono::milliseconds ttl,
+				   ElectionOptions options)
+	: conninfo_(std::move(conninfo)), name_(std::move(name)), ttl_(ttl),
+	  options_(std::move(options))
+{
+	client_internal::CheckName(name_);
+	if (ttl_ < std::chrono::milliseconds(3))
+		throw std::invalid_argument("pg_fence: election TTL must be at least 3 milliseconds");
+	if (options_.candidate.empty())
+		options_.candidate = DefaultCandidate();
+	if (options_.candidate.find('\0') != std::string::npos)
+		throw std::invalid_argument("pg_fence: candidate must not contain a NUL byte");
+	if (options_.safety_margin < std::chrono::milliseconds::zero() ||
+		options_.safety_margin >= ttl_)
+		throw std::invalid_argument(
+			"pg_fence: safety margin must be at least zero and less than the TTL");
+	if (options_.renew_interval < std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: renew interval must not be negative");
+	if (options_.connect_timeout <= std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: connect timeout must be greater than zero");
+	if (options_.on_leader)
+	{
+		LeaderWatchOptions wo;
+		wo.connect_timeout = options_.connect_timeout;
+		wo.on_retry = options_.on_retry;
+		watch_ = std::make_unique<LeaderWatch>(conninfo_, name_, options_.on_leader, wo);
+	}
+}
+
+Election::~Election()
+{
+	try
+	{
+		resign();
+	}
+	catch (...)
+	{
+		/* The term expires at its TTL. */
+	}
+	watch_.reset();
+	std::shared_ptr<Lease> l;
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		l = std::move(lease_);
+	}
+}
+
+std::shared_ptr<Lease>
+Election::Current() const
+{
+	std::lock_guard<std::mutex> lk(mu_);
+	return lease_;
+}
+
+bool
+Election::campaign(std::chrono::milliseconds wait)
+{
+	if (wait < std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: wait must not be negative");
+	if (is_leader())
+		return true;
+	LeaseOptions lo;
+	lo.holder = options_.candidate;
+	lo.campaign = true;
+	lo.on_lost = options_.on_lost;
+	lo.on_retry = options_.on_retry;
+	lo.connect_timeout = options_.connect_timeout;
+	lo.renew_interval = options_.renew_interval;
+	lo.safety_margin = options_.safety_margin;
+	std::optional<Lease> got = Lease::try_acquire_for(conninfo_, name_, ttl_, wait, std::move(lo));
+	if (!got)
+		return false;
+	auto                   fresh = std::make_shared<Lease>(std::move(*got));
+	std::int64_t           term = fresh->token();
+	std::shared_ptr<Lease> old;
+	{
+		std::lock_guard<std::mutex> lk(mu_);
+		old = std::move(lease_);
+		lease_ = std::move(fresh);
+		resigned_ = false;
+	}
+	old.reset(); /* lost or resigned: its destructor sends nothing */
+	if (options_.on_elected)
+	{
+		try
+		{
+			options_.on_elected(term);
+		}
+		catch (...)
+		{
+		}
+	}
+	return true;
+}
+
+bool
+Election::resign()
+{
+	std::shared_ptr<Lease> l = Current();
+	if (!l || resigned_.load() || l->lost())
+		return false;
+	resigned_ = true;
+	return l->release();
+}
+
+bool
+Election::is_leader() const noexcept
+{
+	std::shared_ptr<Lease> l = Current();
+	return l && !resigned_.load() && !l->lost();
+}
+
+bool
+Election::lost() const noexcept
+{
+	std::shared_ptr<Lease> l = Current();
+	return l && !resigned_.load() && l->lost();
+}
+
+std::int64_t
+Election::term() const noexcept
+{
+	std::shared_ptr<Lease> l = Current();
+	return l ? l->token() : 0;
+}
+
+LossToken
+Election::loss_token() const
+{
+	std::shared_ptr<Lease> l = Current();
+	return l ? l->loss_token() : LossToken();
+}
+
+int
+Election::backend_pid() const noexcept
+{
+	std::shared_ptr<Lease> l = Current();
+	return l && !resigned_.load() ? l->backend_pid() : 0;
+}
+
+const std::string &
+Election::name() const noexcept
+{
+	return name_;
+}
+
+const std::string &
+Election::candidate() const noexcept
+{
+	return options_.candidate;
+}
+
+std::optional<Leader>
+Election::observed_leader() const
+{
+	return watch_ ? watch_->leader() : std::nullopt;
+}
+
+} // namespace fence
