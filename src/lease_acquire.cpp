@@ -31,6 +31,7 @@
 #include "ext/leases.hpp"
 
 #include "ext/args.hpp"
+#include "ext/lease_notify.hpp"
 #include "ext/lease_table.hpp"
 #include "ext/lease_wait.hpp"
 #include "ext/stats.hpp"
@@ -53,12 +54,13 @@ struct AcquireSpec
 	int64 ttl;        /* microseconds */
 	int32 permits;    /* 0 for lease_acquire, else semaphore_acquire's permits */
 	int   holder_arg; /* argument number of holder text */
+	bool  elected;    /* fence.campaign: the holder text is the candidate */
 };
 
 /*
- * Parameters $2..$8 shared by kInsert and kTakeover: token, holder (may be
+ * Parameters $2..$9 shared by kInsert and kTakeover: token, holder (may be
  * NULL), owner role, granted_at, expires_at, slot, permits (NULL for a
- * lease).  $1 (the name) is set by the caller.
+ * lease), elected.  $1 (the name) is set by the caller.
  */
 void
 SetGrantParams(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum *values, char *nulls,
@@ -75,6 +77,63 @@ SetGrantParams(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum *values, 
 	values[6] = Int32GetDatum(slot);
 	values[7] = Int32GetDatum(spec->permits);
 	nulls[7] = spec->permits == 0 ? 'n' : ' ';
+	values[8] = BoolGetDatum(spec->elected);
+}
+
+/* The holder the call grants, for its NOTIFY. */
+HolderInfo
+GrantedHolder(FunctionCallInfo fcinfo, const AcquireSpec *spec, int64 token, TimestampTz expires,
+			  int32 slot)
+{
+	HolderInfo info;
+	int        h = spec->holder_arg;
+	text      *holder = PG_ARGISNULL(h) ? nullptr : PG_GETARG_TEXT_PP(h);
+
+	info.kind = spec->permits != 0 ? HolderKind::kSemaphore
+								   : (spec->elected ? HolderKind::kLeader : HolderKind::kLease);
+	info.token = token;
+	info.holder = holder == nullptr ? nullptr : VARDATA_ANY(holder);
+	info.holder_len = holder == nullptr ? 0 : (int) VARSIZE_ANY_EXHDR(holder);
+	info.expires_at = expires;
+	info.slot = slot;
+	return info;
+}
+
+/* Does a row's holder text (SQL NULL: isnull) equal the call's holder argument? */
+bool
+SameHolder(FunctionCallInfo fcinfo, const AcquireSpec *spec, Datum row_holder, bool isnull)
+{
+	int h = spec->holder_arg;
+
+	if (isnull || PG_ARGISNULL(h))
+		return false;
+
+	text *a = DatumGetTextPP(row_holder);
+	text *b = PG_GETARG_TEXT_PP(h);
+
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		   memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/*
+ * A campaign by the current leader: the same candidate, the same role, and
+ * a lease granted by fence.campaign.  Extends it to expire at `expires`
+ * (a renewal, counted as one) and returns true; the caller gets the term
+ * back.
+ */
+bool
+RenewOwnLeadership(Datum name, int64 token, Oid caller, TimestampTz now, TimestampTz expires)
+{
+	Datum      values[6];
+	const char nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = name;
+	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(caller);
+	values[3] = TimestampTzGetDatum(now);
+	values[4] = TimestampTzGetDatum(expires);
+	values[5] = BoolGetDatum(false); /* only the leader's own role, not fence_admin */
+	return LeaseExec(kRenew, values, nulls, SPI_OK_UPDATE) == 1;
 }
 
 /* What one try of lease_acquire found. */
@@ -124,15 +183,14 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz expires = LeaseExpiresAt(now, spec->ttl);
 	int32       limit = spec->permits == 0 ? 1 : spec->permits;
-	Datum       values[9];
-	char        nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum       values[10];
+	char        nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64      n;
 	int32       live = 0;
 	TimestampTz first_expiry = 0;
 	bool        have_expired = false;
-	int32       expired_slot = 0;
-	int64       expired_token = 0;
-	TimestampTz expired_at = 0;
+	HolderInfo  expired = {};
+	int64       own_term = 0;  /* a campaign by the current leader: its term */
 	int32       free_slot = 0; /* lowest slot number not in use */
 
 	values[0] = PG_GETARG_DATUM(0);
@@ -144,8 +202,12 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 		bool        isnull;
 		int64       row_token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		TimestampTz row_expires = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		Oid         row_owner = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 		int32       row_slot = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 		bool        row_is_lease;
+		bool        holder_null;
+		Datum       row_holder = SPI_getbinval(tup, desc, 6, &holder_null);
+		bool        row_elected = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 
 		(void) SPI_getbinval(tup, desc, 5, &row_is_lease); /* permits NULL: a lease */
 		if (row_slot == free_slot)
@@ -160,14 +222,35 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 			if (live == 0 || row_expires < first_expiry)
 				first_expiry = row_expires;
 			live++;
+			if (spec->elected && row_elected && row_owner == call.caller &&
+				SameHolder(fcinfo, spec, row_holder, holder_null))
+				own_term = row_token;
 		}
 		else if (!have_expired)
 		{
+			text *h = holder_null ? nullptr : DatumGetTextPP(row_holder);
+
 			have_expired = true;
-			expired_slot = row_slot;
-			expired_token = row_token;
-			expired_at = row_expires;
+			expired.kind = RowKind(row_is_lease, row_elected);
+			expired.token = row_token;
+			expired.holder = h == nullptr ? nullptr : VARDATA_ANY(h);
+			expired.holder_len = h == nullptr ? 0 : (int) VARSIZE_ANY_EXHDR(h);
+			expired.expires_at = row_expires;
+			expired.slot = row_slot;
 		}
+	}
+
+	if (own_term != 0)
+	{
+		bool renewed = RenewOwnLeadership(values[0], own_term, call.caller, now, expires);
+
+		LeaseEnd(&call, renewed);
+		if (!renewed)
+			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
+		WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name))); /* the head's timer moves */
+		StatsCount(StatKind::kRenewals);
+		*token = own_term;
+		return Attempt::kGranted;
 	}
 
 	if (live >= limit)
@@ -181,18 +264,25 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 	*token = IssueToken();
 	if (have_expired)
 	{
+		HolderInfo granted = GrantedHolder(fcinfo, spec, *token, expires, expired.slot);
+
 		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires,
-					   expired_slot);
-		values[8] = Int64GetDatum(expired_token);
+					   expired.slot);
+		values[9] = Int64GetDatum(expired.token);
 		if (LeaseExec(kTakeover, values, nulls, SPI_OK_UPDATE) != 1)
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
+		/* expired.holder points into the SPI tuple: before LeaseEnd */
+		NotifyHolderChange(name, HolderEvent::kTakenOver, &granted, &expired, now);
 		LeaseEnd(&call, true);
-		ReportLeaseTakeover(NameCString(name), expired_token, *token, now - expired_at);
+		ReportLeaseTakeover(NameCString(name), expired.token, *token, now - expired.expires_at);
 	}
 	else
 	{
+		HolderInfo granted = GrantedHolder(fcinfo, spec, *token, expires, free_slot);
+
 		SetGrantParams(fcinfo, spec, values, nulls, *token, call.caller, now, expires, free_slot);
 		(void) LeaseExec(kInsert, values, nulls, SPI_OK_INSERT);
+		NotifyHolderChange(name, HolderEvent::kAcquired, &granted, nullptr, now);
 		LeaseEnd(&call, true);
 	}
 	WakeLeaseWaitersAtEnd(LeaseWaitKey(NameHash(name)));
@@ -333,7 +423,8 @@ TryAgainWhileBusy(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec
 		TimestampTz held_until;
 		Attempt     a = TryAcquire(fcinfo, name, spec, token, &held_until);
 
-		if (a != Attempt::kBusy || spec->permits == 0 || GetCurrentTimestamp() >= give_up)
+		if (a != Attempt::kBusy || (spec->permits == 0 && !spec->elected) ||
+			GetCurrentTimestamp() >= give_up)
 			return a;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
 						 LeaseWaitEvent());
@@ -348,12 +439,15 @@ TryAgainWhileBusy(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec
 /* See leases.hpp. */
 Datum
 AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits, int holder_arg,
-				 int64 wait)
+				 int64 wait, bool elected)
 {
-	AcquireSpec spec = {ttl, permits, holder_arg};
+	AcquireSpec spec = {ttl, permits, holder_arg, elected};
 
 	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* validate before anything */
-	CheckLeaseWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
+	if (elected)
+		CheckLeaseWritable("campaign for", "leadership", name);
+	else
+		CheckLeaseWritable("acquire", permits == 0 ? "lease" : "semaphore", name);
 
 	int64 token = 0;
 

@@ -86,6 +86,7 @@
 #include "ext/args.hpp"
 #include "ext/boundary.hpp"
 #include "ext/commit.hpp"
+#include "ext/lease_notify.hpp"
 #include "ext/lease_table.hpp"
 #include "ext/lease_wait.hpp"
 #include "ext/shmem.hpp"
@@ -112,7 +113,7 @@ struct StmtDef
 {
 	const char *sql;
 	int         nargs;
-	Oid         argtypes[9];
+	Oid         argtypes[10];
 };
 
 /*
@@ -121,7 +122,7 @@ struct StmtDef
  */
 const StmtDef kStmts[kNumStmts] = {
 	/* kSelect($1 name): every slot of the name, lowest first */
-	{"SELECT token, expires_at, owner, slot, permits FROM fence.leases "
+	{"SELECT token, expires_at, owner, slot, permits, holder, elected FROM fence.leases "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY slot",
 	 1,
 	 {TEXTOID}},
@@ -131,18 +132,19 @@ const StmtDef kStmts[kNumStmts] = {
 	 2,
 	 {TEXTOID, INT8OID}},
 	/* kInsert($1 name, $2 token, $3 holder, $4 owner, $5 granted_at, $6 expires_at,
-	 *		   $7 slot, $8 permits: NULL for a lease) */
+	 *		   $7 slot, $8 permits: NULL for a lease, $9 elected) */
 	{"INSERT INTO fence.leases (name, token, holder, owner, granted_at, expires_at, slot, "
-	 "permits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-	 8,
-	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}},
-	/* kTakeover(... as kInsert ..., $9 old token) */
-	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
-	 "expires_at = $6, permits = $8 "
-	 "WHERE name OPERATOR(pg_catalog.=) $1 AND slot OPERATOR(pg_catalog.=) $7 "
-	 "AND token OPERATOR(pg_catalog.=) $9",
+	 "permits, elected) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 	 9,
 	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID,
+	  BOOLOID}},
+	/* kTakeover(... as kInsert ..., $10 old token) */
+	{"UPDATE fence.leases SET token = $2, holder = $3, owner = $4, granted_at = $5, "
+	 "expires_at = $6, permits = $8, elected = $9 "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND slot OPERATOR(pg_catalog.=) $7 "
+	 "AND token OPERATOR(pg_catalog.=) $10",
+	 10,
+	 {TEXTOID, INT8OID, TEXTOID, OIDOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, BOOLOID,
 	  INT8OID}},
 	/* kRenew($1 name, $2 token, $3 caller, $4 now, $5 new expires_at, $6 admin) */
 	{"UPDATE fence.leases SET expires_at = $5 "
@@ -155,9 +157,24 @@ const StmtDef kStmts[kNumStmts] = {
 	{"DELETE FROM fence.leases "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
 	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
-	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $5)",
+	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $5) "
+	 "RETURNING holder, permits, elected, slot",
 	 5,
 	 {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, BOOLOID}},
+	/* kResign: as kRelease, for a lease (not a semaphore permit) only */
+	{"DELETE FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+	 "AND expires_at OPERATOR(pg_catalog.>) $4 "
+	 "AND (owner OPERATOR(pg_catalog.=) $3 OR $5) AND permits IS NULL "
+	 "RETURNING holder, permits, elected, slot",
+	 5,
+	 {TEXTOID, INT8OID, OIDOID, TIMESTAMPTZOID, BOOLOID}},
+	/* kLeader($1 name, $2 now): the unexpired holders of the name */
+	{"SELECT holder, token, granted_at, expires_at, permits FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) $2 "
+	 "ORDER BY slot",
+	 2,
+	 {TEXTOID, TIMESTAMPTZOID}},
 };
 
 SPIPlanPtr plans[kNumStmts];
@@ -201,19 +218,38 @@ LeaseTableOwner()
 	return owner;
 }
 
+static void LeaseConnect(LeaseCall *call, Oid owner);
+
 /* See lease_table.hpp. */
 bool
 LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 {
 	SetLockTag(&call->tag, kLeaseLockTagClass, NameHash(name));
 	call->caller = GetUserId();
+	call->locked = true;
 
 	Oid owner = LeaseTableOwner();
 
 	(void) AttachShared(); /* may raise: before anything is held */
 	if (LockAcquire(&call->tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
+	LeaseConnect(call, owner);
+	return true;
+}
 
+/* See lease_table.hpp. */
+void
+LeaseBeginRead(LeaseCall *call)
+{
+	call->caller = GetUserId();
+	call->locked = false;
+	LeaseConnect(call, LeaseTableOwner());
+}
+
+/* SPI, the session's plans, and the switch to the table's owner. */
+static void
+LeaseConnect(LeaseCall *call, Oid owner)
+{
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	for (int i = 0; i < kNumStmts; i++)
@@ -238,7 +274,6 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
 	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 									  SECURITY_RESTRICTED_OPERATION);
-	return true;
 }
 
 /* See lease_table.hpp. */
@@ -248,7 +283,7 @@ LeaseEnd(LeaseCall *call, bool changed)
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	if (!changed)
+	if (call->locked && !changed)
 		LockRelease(&call->tag, ExclusiveLock, false);
 }
 
@@ -323,7 +358,7 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
 	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
 
-	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait);
+	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait, false);
 }
 
 Datum
@@ -367,10 +402,22 @@ LeaseRenew(FunctionCallInfo fcinfo)
 Datum
 LeaseRelease(FunctionCallInfo fcinfo)
 {
-	NameArg name = GetNameArg(fcinfo, 0, "name");
-	int64   token = GetInt64Arg(fcinfo, 1, "token");
+	return ReleaseHolder(fcinfo, false);
+}
 
-	CheckLeaseWritable("release", "lease", name);
+} /* namespace */
+
+/* See leases.hpp. */
+Datum
+ReleaseHolder(FunctionCallInfo fcinfo, bool resign)
+{
+	NameArg name = GetNameArg(fcinfo, 0, "name");
+	int64   token = GetInt64Arg(fcinfo, 1, resign ? "term" : "token");
+
+	if (resign)
+		CheckLeaseWritable("resign", "leadership", name);
+	else
+		CheckLeaseWritable("release", "lease", name);
 
 	/* design note 5: where its WAL stood before the release */
 	WalMark   before = WalMarkNow();
@@ -388,10 +435,31 @@ LeaseRelease(FunctionCallInfo fcinfo)
 	values[3] = TimestampTzGetDatum(now);
 	values[4] = BoolGetDatum(CallerIsAdmin(call.caller));
 
-	bool released = LeaseExec(kRelease, values, nulls, SPI_OK_DELETE) > 0;
+	bool released =
+		LeaseExec(resign ? kResign : kRelease, values, nulls, SPI_OK_DELETE_RETURNING) > 0;
 
 	if (released)
+	{
+		HeapTuple  tup = SPI_tuptable->vals[0];
+		TupleDesc  desc = SPI_tuptable->tupdesc;
+		bool       holder_null;
+		bool       permits_null;
+		bool       isnull;
+		Datum      holder = SPI_getbinval(tup, desc, 1, &holder_null);
+		text      *holder_text = holder_null ? nullptr : DatumGetTextPP(holder);
+		HolderInfo gone;
+
+		(void) SPI_getbinval(tup, desc, 2, &permits_null);
+		gone.kind = RowKind(permits_null, DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)));
+		gone.token = token;
+		gone.holder = holder_null ? nullptr : VARDATA_ANY(holder_text);
+		gone.holder_len = holder_null ? 0 : (int) VARSIZE_ANY_EXHDR(holder_text);
+		gone.expires_at = 0;
+		gone.slot = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		NotifyHolderChange(name, resign ? HolderEvent::kResigned : HolderEvent::kReleased, &gone,
+						   nullptr, now);
 		StatsCount(StatKind::kReleases);
+	}
 	else
 		CountIfExpired(values[0], token, call.caller, DatumGetBool(values[4]), now);
 	LeaseEnd(&call, released);
@@ -402,8 +470,6 @@ LeaseRelease(FunctionCallInfo fcinfo)
 		AllowAsyncCommitSince(before);
 	PG_RETURN_BOOL(released);
 }
-
-} /* namespace */
 
 } /* namespace fence */
 

@@ -6,8 +6,8 @@
  * _PG_init runs when a backend first loads the library (or in the
  * postmaster, with shared_preload_libraries = 'pg_fence'):
  *	 - transaction callbacks of the connection-bound locks;
- *	 - the settings fence.token, fence.require_issued_tokens and
- *	   fence.max_locks; the prefix "fence." is
+ *	 - the settings fence.token, fence.require_issued_tokens, fence.notify
+ *	   and fence.max_locks; the prefix "fence." is
  *	   then reserved, so a misspelt fence.* setting is an error;
  *	 - the shared block of the token allocator, counters and lock registry
  *	   (shmem.hpp): requested while shared_preload_libraries is processed,
@@ -22,6 +22,7 @@
  */
 #include "ext/compat.hpp"
 #include "ext/issued_token.hpp"
+#include "ext/lease_notify.hpp"
 #include "ext/locks.hpp"
 #include "ext/shmem.hpp"
 #include "ext/token_setting.hpp"
@@ -42,6 +43,7 @@ _PG_init(void)
 	fence::InitLocks();
 	fence::InitTokenSetting();
 	fence::InitIssuedTokenCheck();
+	fence::InitLeaseNotify();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }

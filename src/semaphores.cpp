@@ -67,7 +67,7 @@ SemaphoreAcquire(FunctionCallInfo fcinfo)
 	int64 ttl = GetDurationArg(fcinfo, 2, "ttl", false);
 	int64 wait = PG_NARGS() > 4 ? GetDurationArg(fcinfo, 4, "wait", true) : -1;
 
-	return AcquireLeaseSlot(fcinfo, name, ttl, permits, 3, wait);
+	return AcquireLeaseSlot(fcinfo, name, ttl, permits, 3, wait, false);
 }
 
 } /* namespace */

@@ -27,13 +27,18 @@ namespace fence {
 /* The SPI statements on fence.leases, prepared once per session (leases.cpp). */
 enum LeaseStmt
 {
-	kSelect,      /* ($1 name): token, expires_at, owner, slot, permits of every slot */
+	kSelect,      /* ($1 name): token, expires_at, owner, slot, permits, holder, elected
+				   * of every slot */
 	kSelectToken, /* ($1 name, $2 token): token, expires_at, owner */
 	kInsert,      /* ($1 name, $2 token, $3 holder, $4 owner, $5 granted_at,
-				   *  $6 expires_at, $7 slot, $8 permits) */
-	kTakeover,    /* (... as kInsert ..., $9 old token) */
+				   *  $6 expires_at, $7 slot, $8 permits, $9 elected) */
+	kTakeover,    /* (... as kInsert ..., $10 old token) */
 	kRenew,       /* ($1 name, $2 token, $3 caller, $4 now, $5 expires_at, $6 admin) */
-	kRelease,     /* ($1 name, $2 token, $3 caller, $4 now, $5 admin) */
+	kRelease,     /* ($1 name, $2 token, $3 caller, $4 now, $5 admin):
+				   * RETURNING holder, permits, elected, slot */
+	kResign,      /* as kRelease, for a lease (permits NULL) only */
+	kLeader,      /* ($1 name, $2 now): holder, token, granted_at, expires_at,
+				   * permits of the unexpired holders */
 	kNumStmts
 };
 
@@ -41,6 +46,7 @@ enum LeaseStmt
 struct LeaseCall
 {
 	LOCKTAG tag;    /* the name's lease advisory lock */
+	bool    locked; /* false after LeaseBeginRead: no lock taken */
 	Oid     caller; /* current_user at entry */
 	Oid     save_userid;
 	int     save_sec_context;
@@ -53,7 +59,13 @@ struct LeaseCall
  */
 bool LeaseBegin(LeaseCall *call, NameArg name, bool wait);
 
-/* Undo LeaseBegin; keep the advisory lock iff the row was changed. */
+/*
+ * For a read only (fence.leader): SPI and the switch to the table's owner,
+ * without the advisory lock (a reader never waits for a lease call).
+ */
+void LeaseBeginRead(LeaseCall *call);
+
+/* Undo LeaseBegin or LeaseBeginRead; keep the advisory lock iff the row was changed. */
 void LeaseEnd(LeaseCall *call, bool changed);
 
 /* Run a prepared statement on a fresh snapshot; returns SPI_processed. */

@@ -30,10 +30,22 @@ namespace fence {
  * validates ttl (microseconds) and wait (-1 or 0: no wait), refuses in
  * recovery or a read-only transaction (25006), tries, and with wait > 0
  * waits in the server (lease_wait.hpp).  The holder text is argument
- * holder_arg of fcinfo.  Returns the new token as a bigint Datum, or SQL
+ * holder_arg of fcinfo.  elected: a fence.campaign (the row remembers it;
+ * the same candidate and role campaigning again while it leads gets its
+ * term back, extended: see src/elections.cpp).  Returns the new token as a bigint Datum, or SQL
  * NULL.  Raises 42809 when the name is held as the other kind.
  */
 Datum AcquireLeaseSlot(FunctionCallInfo fcinfo, NameArg name, int64 ttl, int32 permits,
-					   int holder_arg, int64 wait);
+					   int holder_arg, int64 wait, bool elected);
+
+/*
+ * fence.lease_release (resign false) and fence.resign (resign true: leases
+ * only, not semaphore permits): name and token are arguments 0 and 1.
+ * Deletes the row iff it is current under token, unexpired and the caller
+ * is its role or has the privileges of fence_admin; NOTIFYs the change
+ * (released / resigned), wakes the head waiter at the end of the
+ * transaction.  Returns the boolean Datum.
+ */
+Datum ReleaseHolder(FunctionCallInfo fcinfo, bool resign);
 
 } /* namespace fence */

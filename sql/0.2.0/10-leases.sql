@@ -17,7 +17,8 @@ $$;
 -- lease is a row with permits NULL (slot 0 unless it took over a semaphore's
 -- expired slot); a semaphore's permits are rows of the same
 -- name, one per holder, told apart by slot (permits: that of the granting
--- call).  Only the lease and semaphore functions change it (they switch to
+-- call).  elected: the lease was granted by fence.campaign (holder is the
+-- candidate), so that its notifications say kind "leader".  Only the lease and semaphore functions change it (they switch to
 -- its owner for that); nobody else may read or write it directly.  Dumped by
 -- pg_dump, so that leases (and their tokens) survive a dump and restore.
 CREATE TABLE fence.leases (
@@ -29,13 +30,14 @@ CREATE TABLE fence.leases (
 	expires_at timestamptz NOT NULL,
 	slot       integer NOT NULL DEFAULT 0,
 	permits    integer,
+	elected    boolean NOT NULL DEFAULT false,
 	PRIMARY KEY (name, slot)
 );
 REVOKE ALL ON TABLE fence.leases FROM PUBLIC;
 GRANT SELECT ON TABLE fence.leases TO fence_admin;
 SELECT pg_catalog.pg_extension_config_dump('fence.leases', '');
 COMMENT ON TABLE fence.leases IS
-'pg_fence leases and semaphore permits (name, fencing token, holder text, owner role OID, granted_at, expires_at, slot, permits: NULL for a lease); changed only by fence.lease_acquire, fence.semaphore_acquire, fence.lease_renew and fence.lease_release';
+'pg_fence leases, leaderships and semaphore permits (name, fencing token, holder text, owner role OID, granted_at, expires_at, slot, permits: NULL for a lease, elected: granted by fence.campaign); changed only by fence.lease_acquire, fence.campaign, fence.semaphore_acquire, fence.lease_renew, fence.lease_release and fence.resign';
 
 --
 -- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an

@@ -4,8 +4,10 @@
 #
 # Makes a streaming standby of the throwaway cluster with pg_basebackup (as
 # the cluster's OS user), starts it on another port, and checks:
-#   1. every lock function (and lease_acquire, when present) raises 25006
-#      read_only_sql_transaction on the standby;
+#   1. every lock function (and lease_acquire, campaign and resign, when
+#      present) raises 25006 read_only_sql_transaction on the standby, while
+#      fence.leader, which only reads, reports the leader elected on the
+#      primary;
 #   2. after tokens are handed out on the primary (committed, in a
 #      transaction that rolls back, with synchronous_commit = off; with
 #      wal_writer_delay = 10s) and the standby has replayed the WAL the
@@ -72,6 +74,10 @@ dropdb --if-exists "$DB"
 createdb "$DB"
 q -c 'CREATE EXTENSION pg_fence'
 before_backup=$(q -c "SELECT fence.try_lock('standby/before-backup')")
+has_elections=$(q -c "SELECT pg_catalog.to_regproc('fence.campaign') IS NOT NULL")
+if [ "$has_elections" = t ]; then
+	term=$(q -c "SELECT fence.campaign('standby/leader', 'node-p', interval '1 hour')")
+fi
 
 reset_conf=1
 psql -X -q -c "ALTER SYSTEM SET wal_writer_delay = '10s'"
@@ -107,6 +113,11 @@ if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.lock_shared') IS NOT NULL")" 
 	calls+=("fence.try_lock_shared('standby/x')" "fence.lock_shared('standby/x')"
 		"fence.lock_shared('standby/x', interval '1 second')")
 fi
+if [ "$has_elections" = t ]; then
+	calls+=("fence.campaign('standby/x', 'node-s', interval '1 minute')"
+		"fence.campaign('standby/x', 'node-s', interval '1 minute', interval '1 second')"
+		"fence.resign('standby/leader', $term)")
+fi
 for call in "${calls[@]}"; do
 	out=$(psql -X -q -At -p "$SPORT" -d "$DB" -v VERBOSITY=sqlstate -c "SELECT $call" 2>&1 || true)
 	if [ "$out" = "ERROR:  25006" ]; then
@@ -116,6 +127,17 @@ for call in "${calls[@]}"; do
 		fail=1
 	fi
 done
+
+# leader() only reads: allowed on the standby, showing the primary's leader
+if [ "$has_elections" = t ]; then
+	out=$(qs -c "SELECT candidate || ' ' || term FROM fence.leader('standby/leader')" 2>&1 || true)
+	if [ "$out" = "node-p $term" ]; then
+		echo "standby: fence.leader reports the primary's leader: ok"
+	else
+		echo "FAILED: standby: fence.leader('standby/leader') gave '$out', expected 'node-p $term'"
+		fail=1
+	fi
+fi
 
 # 2. Tokens on the primary, then failover.  After a checkpoint the token
 # sequence writes a new WAL record at its next value, so the token handed out

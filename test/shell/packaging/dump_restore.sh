@@ -4,10 +4,12 @@
 # sequence is marked with pg_extension_config_dump, so its value is dumped).
 #
 # Issues a few tokens (session lock, transaction lock, one in a rolled-back
-# transaction, and a lease when fence.leases exists), dumps the database in
-# custom format (restored with pg_restore) and in plain format (restored with
-# psql), and checks in each restored database that the next token is greater
-# than every token seen before the dump.
+# transaction, a lease when fence.leases exists, a leadership when
+# fence.campaign exists), dumps the database in custom format (restored with
+# pg_restore) and in plain format (restored with psql), and checks in each
+# restored database that the next token is greater than every token seen
+# before the dump, and that the leader survives: same candidate and term, a
+# rival still refused, and after its resignation the next term is larger.
 #
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
@@ -41,6 +43,11 @@ tokens+=("$(q "$SRC" -c BEGIN -c "SELECT fence.try_lock('dump/rolled-back')" -c 
 has_leases=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.leases') IS NOT NULL")
 if [ "$has_leases" = t ]; then
 	tokens+=("$(q "$SRC" -c "SELECT fence.lease_acquire('dump/lease', interval '1 hour', 'packaging/dump_restore.sh')")")
+fi
+has_elections=$(q "$SRC" -c "SELECT pg_catalog.to_regproc('fence.campaign') IS NOT NULL")
+if [ "$has_elections" = t ]; then
+	term=$(q "$SRC" -c "SELECT fence.campaign('dump/leader', 'node-d', interval '1 hour')")
+	tokens+=("$term")
 fi
 # A table guarded with resource columns: its guard (trigger arguments) and
 # its marks must come back, so a stale INSERT stays rejected after restore.
@@ -86,6 +93,19 @@ for db in fence_dump_custom fence_dump_plain; do
 		fi
 		rows=$(q "$db" -c "SELECT count(*) FROM fence.leases WHERE name = 'dump/lease'")
 		echo "NOTE: lease held at dump time restored in $db: $([ "$rows" = 1 ] && echo yes || echo no)"
+	fi
+	if [ "$has_elections" = t ]; then
+		leader=$(q "$db" -c "SELECT candidate || ' ' || term FROM fence.leader('dump/leader')")
+		rival=$(q "$db" -c "SELECT coalesce(fence.campaign('dump/leader', 'node-r', interval '1 hour')::text, 'NULL')")
+		resigned=$(q "$db" -c "SELECT fence.resign('dump/leader', $term)")
+		again=$(q "$db" -c "SELECT fence.campaign('dump/leader', 'node-r', interval '1 hour')")
+		if [ "$leader" = "node-d $term" ] && [ "$rival" = NULL ] && [ "$resigned" = t ] &&
+			[[ "$again" =~ ^[0-9]+$ ]] && [ "$again" -gt "$term" ]; then
+			echo "$db: leader node-d (term $term) restored, rival refused, resigned, next term $again: ok"
+		else
+			echo "FAILED: $db: leader after restore '$leader' (want 'node-d $term'), rival '$rival' (want NULL), resign '$resigned' (want t), next term '$again' (want > $term)"
+			fail=1
+		fi
 	fi
 	if [ "$has_marks" = t ]; then
 		state=$(psql -X -q -At -d "$db" -c "INSERT INTO dump_log VALUES ('s', 'stale', 6)" 2>&1 | grep -o 'FN001\|fencing token 6 is older than the fence 7' | head -n 1 || true)
