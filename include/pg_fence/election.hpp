@@ -83,14 +83,20 @@ struct LeaderWatchOptions
 
 /**
  * Follows the leader of one election on a connection of its own: LISTEN
- * pg_fence, and fence.leader(name) again on each notification about
- * `name` (the server sends one at commit for every change of a lease's
- * holder: grant, takeover, resign, release).  An expiry without a takeover
- * sends nothing, so the watch also reads the leader again once at the
- * current leader's expires_at.  No polling otherwise.  Each change of the
- * (candidate, term) pair, including to and from "no leader", is reported
- * once, in order; a leader elected and gone between two reads may be missed
- * (it was never observed), as with etcd's Observe.
+ * pg_fence (the server notifies at commit every change of a lease's
+ * holder: grant, takeover, resign, release; README "Notifications").  An
+ * election or takeover is reported from the notification itself, so a
+ * leader that resigns before anyone could read it is still reported; a
+ * resign or release reports "no leader"; and after each notification
+ * about `name` the watch reads fence.leader(name) again, which also
+ * covers what a notification cannot say.  An expiry without a takeover
+ * sends nothing, so the watch also reads the leader once at the current
+ * leader's expires_at (the "no leader" report comes then).  No polling
+ * otherwise.  Each change of the (candidate, term) pair, including to and
+ * from "no leader", is reported once, in order of terms; a notification
+ * about a term older than one already reported is skipped.  While
+ * reconnecting after a failure, changes are not seen; the read after
+ * reconnecting reports the state then.
  *
  * Thread safety: leader() and changes() from any thread; the destructor
  * not from inside the callback.

@@ -227,6 +227,18 @@ RunLease(const RunOptions &o)
 	lo.on_retry = [](const std::string &message) { Msg("%s", message.c_str()); };
 	/* The pipe must exist before the lease's threads can report a loss. */
 	CreatePipe();
+	/*
+	 * While waiting (elect, --wait), a signal must end the wait at once and
+	 * cancel it in the server, or the server could still elect or grant
+	 * to a pg_fence that is gone: the handlers write to the self-pipe,
+	 * which the acquisition watches (LeaseOptions::interrupt_fd).
+	 */
+	const bool waiting = o.elect || o.wait;
+	if (waiting)
+	{
+		InstallHandlers();
+		lo.interrupt_fd = SelfPipeReadFd();
+	}
 	std::optional<fence::Lease> lease;
 	if (o.elect)
 		Msg("campaigning for the %s as \"%s\"", what.c_str(), o.holder.c_str());
@@ -235,7 +247,7 @@ RunLease(const RunOptions &o)
 		if (o.elect && !o.wait)
 		{
 			/* elect waits until elected: in the server, one call per kCampaignChunk. */
-			while (!lease)
+			while (!lease && !SignalPending())
 				lease =
 					fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, kCampaignChunk, lo);
 		}
@@ -246,6 +258,23 @@ RunLease(const RunOptions &o)
 	catch (const pqxx::broken_connection &e)
 	{
 		throw Unavailable{"could not connect to the database: " + Trim(e.what()), ""};
+	}
+	if (int sig = waiting ? TakeSignal() : 0)
+	{
+		/* Granted as the signal came: hand it back before going. */
+		if (lease)
+		{
+			try
+			{
+				lease->release();
+			}
+			catch (const std::exception &)
+			{
+				/* it expires after its TTL */
+			}
+			lease.reset();
+		}
+		DieBySignal(sig);
 	}
 	if (lease && o.elect)
 		Msg("elected: %s as \"%s\", term %lld", what.c_str(), o.holder.c_str(),

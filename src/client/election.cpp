@@ -9,10 +9,12 @@
  * a "stop" pipe (pq_conn.hpp, PqConn::WaitNotify) until a notification on
  * channel pg_fence arrives, the current leader's expires_at passes (an
  * expiry without a takeover sends no notification), or the destructor
- * asks it to stop.  A notification whose payload does not mention the
- * watched name is ignored; otherwise, and at expires_at, it reads
- * fence.leader(name) again, and reports the leader when its (candidate,
- * term) pair changed.  A broken connection is made again with backoff
+ * asks it to stop.  A notification about another name is ignored; one
+ * about the watched name is applied first (an election reported from the
+ * payload, notify_payload.hpp; a resign or release of the current term
+ * reported as "none"), then fence.leader(name) is read again, as it is at
+ * expires_at; each report is made only when the (candidate, term) pair
+ * changed, and terms never go back.  A broken connection is made again with backoff
  * (50 ms doubling to 5 s), followed by LISTEN and a fresh read, so a
  * change made while disconnected is reported after all.
  *
@@ -27,6 +29,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +45,7 @@
 #include <pqxx/except>
 
 #include "internal.hpp"
+#include "notify_payload.hpp"
 #include "pq_conn.hpp"
 
 namespace fence {
@@ -115,62 +119,27 @@ ParseLeader(const std::optional<std::string> &value, Clock::duration *left)
 	return l;
 }
 
-/*
- * The name as it appears in a JSON string (PostgreSQL's escape_json): a
- * notification whose payload does not contain it (its first 64 bytes, in
- * case the server cut a long name) is about another name.
- */
-std::string
-JsonNeedle(const std::string &name)
+/* "2026-12-01T07:05:29.123456+00:00" (the payloads' times, always UTC) */
+std::chrono::system_clock::time_point
+FromIsoUtc(const std::optional<std::string> &text)
 {
-	std::string out = "\"";
-	for (unsigned char c : name.substr(0, 64))
-	{
-		switch (c)
-		{
-			case '"':
-				out += "\\\"";
-				break;
-			case '\\':
-				out += "\\\\";
-				break;
-			case '\b':
-				out += "\\b";
-				break;
-			case '\f':
-				out += "\\f";
-				break;
-			case '\n':
-				out += "\\n";
-				break;
-			case '\r':
-				out += "\\r";
-				break;
-			case '\t':
-				out += "\\t";
-				break;
-			default:
-				if (c < 0x20)
-				{
-					char buf[8];
-					std::snprintf(buf, sizeof buf, "\\u%04x", c);
-					out += buf;
-				}
-				else
-					out.push_back(static_cast<char>(c));
-		}
-	}
-	/* A cut name is followed by anything; a whole one by the closing quote. */
-	if (name.size() <= 64)
-		out.push_back('"');
-	return out;
+	struct tm tmv = {};
+	double    sec = 0;
+	if (!text || std::sscanf(text->c_str(), "%d-%d-%dT%d:%d:%lf", &tmv.tm_year, &tmv.tm_mon,
+							 &tmv.tm_mday, &tmv.tm_hour, &tmv.tm_min, &sec) != 6)
+		return {};
+	tmv.tm_year -= 1900;
+	tmv.tm_mon -= 1;
+	tmv.tm_sec = 0;
+	auto whole = std::chrono::system_clock::from_time_t(timegm(&tmv));
+	return whole + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+					   std::chrono::duration<double>(sec));
 }
 
 struct LeaderWatchImpl
 {
 	std::string        conninfo;
 	std::string        name;
-	std::string        needle;
 	LeaderCallback     on_change;
 	LeaderWatchOptions options;
 
@@ -182,6 +151,7 @@ struct LeaderWatchImpl
 	std::optional<Leader>      current;
 	std::atomic<std::uint64_t> changes{0};
 	bool              reported = false; /* the watch's thread only (after the first report) */
+	std::int64_t      last_term = 0;    /* highest term reported */
 	Clock::time_point recheck_at = Clock::time_point::max();
 
 	~LeaderWatchImpl()
@@ -219,6 +189,48 @@ struct LeaderWatchImpl
 		/* Read again just after the expiry, unless a renewal moved it (then again after that). */
 		recheck_at =
 			l ? Clock::now() + left + std::chrono::milliseconds(5) : Clock::time_point::max();
+		Report(l);
+		return r;
+	}
+
+	/*
+	 * A notification about this name, in commit order.  An election or a
+	 * takeover by a campaign is reported from the payload itself, so that
+	 * a leader that is gone again before the next read is seen too; a
+	 * resign or release of the current term reports "none".  A payload
+	 * about an older term than one already reported (read after it) is
+	 * stale and skipped.
+	 */
+	void
+	Apply(const client_internal::NotifyPayload &n)
+	{
+		if (n.kind == "leader" && (n.event == "acquired" || n.event == "taken_over"))
+		{
+			if (n.token <= last_term)
+				return;
+			Leader l;
+			l.candidate = n.holder.value_or("");
+			l.term = n.token;
+			l.elected_at = FromIsoUtc(n.at);
+			l.expires_at = FromIsoUtc(n.expires_at);
+			Report(l);
+		}
+		else if (n.event == "resigned" || n.event == "released")
+		{
+			bool ends_current;
+			{
+				std::lock_guard<std::mutex> lk(mu);
+				ends_current = current && current->term == n.token;
+			}
+			if (ends_current)
+				Report(std::nullopt);
+		}
+	}
+
+	/* Records `l` as the current leader; calls on_change if (candidate, term) changed. */
+	void
+	Report(const std::optional<Leader> &l)
+	{
 		bool changed;
 		{
 			std::lock_guard<std::mutex> lk(mu);
@@ -226,22 +238,22 @@ struct LeaderWatchImpl
 					  (l && (current->term != l->term || current->candidate != l->candidate));
 			current = l;
 		}
-		if (changed)
+		if (l)
+			last_term = std::max(last_term, l->term);
+		if (!changed)
+			return;
+		reported = true;
+		changes++;
+		if (on_change)
 		{
-			reported = true;
-			changes++;
-			if (on_change)
+			try
 			{
-				try
-				{
-					on_change(l);
-				}
-				catch (...)
-				{
-				}
+				on_change(l);
+			}
+			catch (...)
+			{
 			}
 		}
-		return r;
 	}
 
 	bool
@@ -269,10 +281,23 @@ struct LeaderWatchImpl
 					Clock::time_point        until =
 						std::min(recheck_at, Clock::now() + std::chrono::hours(1));
 					r = conn.WaitNotify(kChannel, until, stop_rd, &payloads);
-					bool mine = Clock::now() >= recheck_at;
+					bool reread = Clock::now() >= recheck_at;
 					for (const std::string &p : payloads)
-						mine = mine || p.find(needle) != std::string::npos;
-					if (r.ok() && mine)
+					{
+						auto n = client_internal::ParseNotifyPayload(p);
+						if (!n)
+						{
+							reread = true; /* unreadable: ask the server */
+							continue;
+						}
+						if (n->name_truncated ? name.compare(0, n->name.size(), n->name) != 0
+											  : n->name != name)
+							continue; /* another name's */
+						reread = true;
+						if (!n->name_truncated)
+							Apply(*n);
+					}
+					if (r.ok() && reread)
 						r = Read(stop_rd);
 				}
 			}
@@ -323,7 +348,6 @@ LeaderWatch::LeaderWatch(const std::string &conninfo, const std::string &name,
 	auto impl = std::make_shared<detail::LeaderWatchImpl>();
 	impl->conninfo = conninfo;
 	impl->name = name;
-	impl->needle = detail::JsonNeedle(name);
 	impl->on_change = std::move(on_change);
 	impl->options = std::move(options);
 	int fds[2];

@@ -431,6 +431,7 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	impl->campaign = options.campaign;
 	impl->on_lost = std::move(options.on_lost);
 	impl->on_retry = std::move(options.on_retry);
+	const int interrupt_fd = options.interrupt_fd;
 
 	int fds[2];
 	if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -438,7 +439,9 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	impl->stop_rd = fds[0];
 	impl->stop_wr = fds[1];
 
-	PqOutcome c = impl->Connect(Clock::time_point::max(), -1);
+	PqOutcome c = impl->Connect(Clock::time_point::max(), interrupt_fd);
+	if (c.kind == PqOutcome::kStopped)
+		return std::nullopt;
 	if (!c.ok())
 		detail::ThrowOutcome(c, "");
 
@@ -449,7 +452,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	 */
 	Clock::time_point sent = Clock::now();
 	std::string       sql = impl->AcquireCall(wait);
-	PqOutcome         r = impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, -1);
+	PqOutcome         r =
+		impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, interrupt_fd, true);
+	if (r.kind == PqOutcome::kStopped)
+		return std::nullopt;
 	if (!r.ok())
 		detail::ThrowOutcome(r, sql);
 	if (!r.value)

@@ -169,7 +169,7 @@ PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int sto
 }
 
 PqOutcome
-PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
+PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bool cancel_on_stop)
 {
 	if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK)
 		return Fail(PqOutcome::kConnectionLost, "not connected");
@@ -207,6 +207,15 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
 			Wait w = WaitFor(false, deadline, stop_fd);
 			if (w == Wait::kDeadline || w == Wait::kStopped)
 			{
+				if (w == Wait::kStopped && cancel_on_stop)
+				{
+					if (PGcancel *c = PQgetCancel(conn_))
+					{
+						char err[256];
+						PQcancel(c, err, sizeof err); /* best effort: the session ends anyway */
+						PQfreeCancel(c);
+					}
+				}
 				Close();
 				return Fail(w == Wait::kStopped ? PqOutcome::kStopped : PqOutcome::kDeadline,
 							w == Wait::kStopped ? "the call was stopped"

@@ -87,10 +87,15 @@ public:
 	/*
 	 * Runs `sql` (one or more statements, no parameters) and waits for
 	 * every result.  On kDeadline and kStopped the connection is closed
-	 * (a call still running on the server ends with its session); on
-	 * kConnectionLost it is closed too.
+	 * (a call still running on the server ends with its session, or, for
+	 * a call waiting in the server, when the wait ends); on
+	 * kConnectionLost it is closed too.  With `cancel_on_stop`, kStopped
+	 * first sends the server a cancel request (PQcancel: one short
+	 * connection, blocking), so that a call waiting in the server stops
+	 * waiting at once.
 	 */
-	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd);
+	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd,
+				   bool cancel_on_stop = false);
 
 	/*
 	 * Waits until a notification arrives (after LISTEN), `deadline` or the

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -30,6 +31,9 @@
 
 #include <pqxx/pqxx>
 
+#include <libpq-fe.h>
+
+#include "notify_payload.hpp"
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
@@ -284,6 +288,16 @@ TEST_CASE("Election: observers see every new leader, a resign, and an expiry wit
 	CHECK(a.resign());
 	CHECK(WaitFor([&] { return seen.last() == "none"; }, 10s));
 
+	/* Q leads for a moment only: seen from the notifications, though gone before any read. */
+	std::string q_seen;
+	{
+		fence::Election q("", name, 30s, Candidate("Q"));
+		REQUIRE(q.campaign(0ms));
+		q_seen = "Q/" + std::to_string(q.term());
+		CHECK(q.resign());
+	}
+	CHECK(WaitFor([&] { return seen.all().size() == 5; }, 10s));
+
 	/* B stops renewing: its term expires with no takeover, hence no NOTIFY; still seen. */
 	fence::ElectionOptions bo = Candidate("B");
 	bo.renew_interval = 10s;
@@ -292,7 +306,8 @@ TEST_CASE("Election: observers see every new leader, a resign, and an expiry wit
 	const std::string b_seen = "B/" + std::to_string(b.term());
 	CHECK(WaitFor([&] { return seen.last() == b_seen; }, 10s));
 	CHECK(WaitFor([&] { return seen.last() == "none"; }, 10s));
-	CHECK(seen.all() == std::vector<std::string>{"none", a_seen, "none", b_seen, "none"});
+	CHECK(seen.all() ==
+		  std::vector<std::string>{"none", a_seen, "none", q_seen, "none", b_seen, "none"});
 
 	/* A standalone LeaderWatch reports the state at start. */
 	LeaderLog          w;
@@ -323,4 +338,58 @@ TEST_CASE("Election: bad arguments and connection failures are errors", "[client
 	fence::Election far(nowhere, "n", 10s);
 	CHECK_THROWS_AS(far.campaign(0ms), pqxx::broken_connection);
 	CHECK_FALSE(far.is_leader());
+}
+
+TEST_CASE("Election: the server's notification payloads are read back exactly, escapes included",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	/* A name and a candidate with a quote, a backslash, a tab and non-ASCII text. */
+	const std::string                           name = Unique("payload \"q\" \\ \t é ✓");
+	const std::string                           candidate = "cand \"x\"\\\n✓";
+	std::unique_ptr<PGconn, void (*)(PGconn *)> listener(PQconnectdb(""), PQfinish);
+	REQUIRE(PQstatus(listener.get()) == CONNECTION_OK);
+	PQclear(PQexec(listener.get(), "LISTEN pg_fence"));
+
+	fence::Election e("", name, 30s, Candidate(candidate));
+	REQUIRE(e.campaign(0ms));
+	const std::int64_t term = e.term();
+	CHECK(e.resign());
+
+	std::vector<fence::client_internal::NotifyPayload> got;
+	std::vector<std::string>                           raw;
+	WaitFor(
+		[&] {
+			PQconsumeInput(listener.get());
+			while (PGnotify *n = PQnotifies(listener.get()))
+			{
+				raw.emplace_back(n->extra);
+				if (auto p = fence::client_internal::ParseNotifyPayload(n->extra))
+					if (p->name == name)
+						got.push_back(*p);
+				PQfreemem(n);
+			}
+			return got.size() >= 2;
+		},
+		10s);
+	INFO("payloads: " << raw.size());
+	REQUIRE(got.size() == 2);
+	CHECK(got[0].kind == "leader");
+	CHECK(got[0].event == "acquired");
+	CHECK(got[0].token == term);
+	CHECK(got[0].holder == std::optional<std::string>(candidate));
+	CHECK_FALSE(got[0].name_truncated);
+	CHECK(got[0].at.has_value());
+	CHECK(got[0].expires_at.has_value());
+	CHECK(got[1].event == "resigned");
+	CHECK(got[1].token == term);
+	CHECK_FALSE(got[1].expires_at.has_value());
+
+	CHECK_FALSE(fence::client_internal::ParseNotifyPayload("not json").has_value());
+	CHECK_FALSE(fence::client_internal::ParseNotifyPayload("{\"name\":\"x\"}").has_value());
+	auto surrogate = fence::client_internal::ParseNotifyPayload(
+		"{\"name\":\"\\ud83d\\ude00\",\"kind\":\"leader\",\"event\":\"acquired\",\"token\":7}");
+	REQUIRE(surrogate.has_value());
+	CHECK(surrogate->name == "\xF0\x9F\x98\x80");
+	CHECK_FALSE(surrogate->holder.has_value());
 }

@@ -3,7 +3,8 @@
 #  1. elect runs the command with FENCE_TOKEN = its term; leader prints it.
 #  2. A second elect waits in the server and takes over as soon as the first
 #     one's command exits (resign), long before the first one's TTL.
-#  3. elect --wait gives up with 73.
+#  3. elect --wait gives up with 73; a signal cancels a campaign's wait in
+#     the server (the candidate that is gone is never elected).
 #  4. The leader's pg_fence frozen (SIGSTOP) past its TTL: a follower is
 #     elected with a higher term; the resumed one stops its command, exit 74.
 #  5. leader's exit codes (0 leader, 1 none); leader --watch prints each
@@ -60,8 +61,20 @@ waitfile "$T/c.up" || echo "not ok - C was not elected"
 is "elect --wait 300ms with a leader in office exits 73" $? 73
 grep -q 'is still another candidate' "$T/d.err"
 is "...and says why" $? 0
+# A campaigning pg_fence that gets a signal cancels its wait in the server,
+# so that the server cannot elect a candidate that is gone.
+campaigners() { psql -X -At -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%fence.campaign(%' AND state = 'active' AND pid <> pg_backend_pid()"; }
+"$PGF" elect svc --candidate gone -- true 2>/dev/null & G=$!
+for _ in $(seq 1 200); do [ "$(campaigners)" = 1 ] && break; sleep 0.05; done
+is "a second candidate waits in the server" "$(campaigners)" 1
+kill -TERM "$G"; wait "$G"
+is "a campaigning pg_fence killed by SIGTERM dies by it" $? 143
+for _ in $(seq 1 200); do [ "$(campaigners)" = 0 ] && break; sleep 0.05; done
+is "...and its wait in the server is cancelled at once" "$(campaigners)" 0
 kill -TERM "$C"; wait "$C"
 is "a SIGTERMed leader's command: 128+15" $? 143
+"$PGF" leader svc >/dev/null 2>&1
+is "after the leader resigned, nobody leads (the gone candidate was not elected)" $? 1
 
 # 4. The leader's pg_fence frozen past its TTL.
 psql -X -q -c "CREATE TABLE report (id int PRIMARY KEY, writer text, fence bigint NOT NULL DEFAULT 0)" \
