@@ -9,6 +9,8 @@
 -- functions (10-leases.sql).  leader: everyone may call it, as everyone may
 -- read fence.locks (30-observability.sql), which shows the same rows; it
 -- only reads, so it works on a standby and in read-only transactions.
+-- PARALLEL UNSAFE as well: it reads the latest committed state
+-- (GetLatestSnapshot), which PostgreSQL refuses in parallel mode.
 --
 CREATE FUNCTION fence.campaign(name text, candidate text, ttl interval,
                                wait interval DEFAULT NULL)
@@ -22,7 +24,7 @@ COMMENT ON FUNCTION fence.campaign(text, text, interval, interval) IS
 CREATE FUNCTION fence.leader(name text)
 RETURNS TABLE(candidate text, term bigint, elected_at timestamptz, expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'fence_leader'
-LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL SAFE SECURITY INVOKER ROWS 1;
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 
 COMMENT ON FUNCTION fence.leader(text) IS
 'The current leader of "name": one row (candidate: the holder text, NULL for a lease taken by fence.lease_acquire without one; term: its token; elected_at: when the term began; expires_at: when it ends unless renewed) while the lease "name" is held and unexpired by the server clock, no row otherwise. Reads the latest committed state, without waiting for any lease call; allowed to every role, on a standby (with the standby''s clock) and in read-only transactions. Raises 22023 for a NULL, empty or over-long name, 42809 while the name is held as a semaphore.';

@@ -4,7 +4,7 @@
 -- Several sessions: the isolation spec election and
 -- test/cpp/server/election.cpp (waits, NOTIFY payloads).
 BEGIN;
-SELECT plan(73);
+SELECT plan(74);
 
 -- shape
 SELECT has_function('fence', 'campaign', ARRAY['text', 'text', 'interval', 'interval'],
@@ -28,6 +28,10 @@ SELECT is((SELECT pg_catalog.pg_get_function_arguments('fence.resign(text,bigint
 SELECT isnt_definer('fence', 'campaign', ARRAY['text', 'text', 'interval', 'interval'],
 	'campaign is SECURITY INVOKER');
 SELECT isnt_definer('fence', 'leader', ARRAY['text'], 'leader is SECURITY INVOKER');
+SELECT is((SELECT string_agg(p.proname::text || ':' || p.proparallel::text || p.provolatile::text, ',' ORDER BY p.proname)
+             FROM pg_catalog.pg_proc AS p
+            WHERE p.pronamespace = 'fence'::regnamespace AND p.proname IN ('campaign', 'leader', 'resign')),
+	'campaign:uv,leader:uv,resign:uv', 'all three are VOLATILE and PARALLEL UNSAFE');
 SELECT isnt_definer('fence', 'resign', ARRAY['text', 'bigint'], 'resign is SECURITY INVOKER');
 SELECT ok(pg_catalog.has_function_privilege('public', 'fence.campaign(text,text,interval,interval)',
 	'EXECUTE') AND pg_catalog.has_function_privilege('public', 'fence.leader(text)', 'EXECUTE')
