@@ -96,7 +96,8 @@ struct LeaderWatchOptions
  * from "no leader", is reported once, in order of terms; a notification
  * about a term older than one already reported is skipped.  While
  * reconnecting after a failure, changes are not seen; the read after
- * reconnecting reports the state then.
+ * reconnecting reports the state then.  Needs the server setting
+ * fence.notify = on (the default): with it off, only expiries are seen.
  *
  * Thread safety: leader() and changes() from any thread; the destructor
  * not from inside the callback.
