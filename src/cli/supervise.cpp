@@ -5,7 +5,8 @@
  *	  it exits or the lock is lost, release the lock.
  *
  * RunLease and RunSession differ only in how the lock is taken, watched
- * and released:
+ * and released (`elect` is RunLease whose lease is acquired with
+ * fence.campaign and released with fence.resign: LeaseOptions::campaign):
  *  - a lease is renewed every TTL/3 by fence::Lease, which declares the
  *    loss on the local monotonic clock at (last successful renewal sent) +
  *    TTL - grace, so the command is signalled, and killed, before the
