@@ -13,9 +13,9 @@
  * payload, notify_payload.hpp; a resign or release of the current term
  * reported as "none"), then fence.leader(name) is read again, as it is at
  * expires_at; each report is made only when the (candidate, term) pair
- * changed, and terms never go back.  A broken connection is made again with backoff
- * (50 ms doubling to 5 s), followed by LISTEN and a fresh read, so a
- * change made while disconnected is reported after all.
+ * changed, and terms never go back.  A broken connection is made again
+ * with backoff (50 ms doubling to 5 s), followed by LISTEN and a fresh
+ * read, so the state after a change made while disconnected is reported.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
