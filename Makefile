@@ -93,7 +93,8 @@ test-versions:
 # Benchmarks (bench/README.md): extra packages (redis-server, hiredis, etcd,
 # libcurl), then every scenario on a throwaway cluster with fsync on, then the
 # grant and write paths with and without the preload (bench/configs.sh), then
-# lease hand-off latency against polling and etcd (bench/handoff.sh).
+# lease hand-off latency against polling and etcd (bench/handoff.sh), and the
+# same for leader election (campaign waiting in the server against polling).
 bench:
 	@bash scripts/install-deps.sh --bench
 	$(MAKE) all
@@ -102,6 +103,7 @@ bench:
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/run.sh
 	bash bench/configs.sh
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
+	BENCH_HANDOFF_KIND=leader FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).

@@ -38,12 +38,16 @@
  *                   thread grants itself one etcd lease (TTL 600 s) at start
  *
  * The pg_fence lease release is fence.lease_release(name, token) in
- * autocommit.  PostgreSQL connection: the libpq environment (PGHOST, ...).
+ * autocommit.  With --kind leader the pg_fence modes hand over a
+ * leadership instead (leader election): the waiter campaigns,
+ * fence.campaign(name, candidate, '60 s'[, '30 s']), and the leader
+ * resigns, fence.resign(name, term).  PostgreSQL connection: the libpq
+ * environment (PGHOST, ...).
  *
  * Options: --mode M --handoffs N --name NAME --hold-min MS --hold-spread MS
  *          --interval MS (poll) --etcd URL (etcd, e.g. http://127.0.0.1:PORT)
  *          --seed S (hold times and poll phases; the same seed gives every
- *          mode the same hold times)
+ *          mode the same hold times) --kind lease|leader (pg_fence modes)
  * Output, one line per hand-off, tab separated:
  *   handoff  latency_after_ack_us  latency_after_send_us  waiter_requests
  * Exit status 1 on any error (the message goes to stderr).
@@ -94,6 +98,7 @@ struct Options
 	int         interval_ms = 50;
 	std::string etcd;
 	unsigned    seed = 1;
+	bool        leader = false; /* --kind leader: campaign / resign */
 };
 
 /* One lock client: acquire (waiting as the mode says) and release. */
@@ -115,9 +120,18 @@ public:
 		conn_ = PQconnectdb("");
 		if (PQstatus(conn_) != CONNECTION_OK)
 			throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn_));
-		Prepare("try", "SELECT fence.lease_acquire($1, '60 s', $2)");
-		Prepare("wait", "SELECT fence.lease_acquire($1, '60 s', $2, wait => '30 s')");
-		Prepare("release", "SELECT fence.lease_release($1, $2::bigint)");
+		if (opt.leader)
+		{
+			Prepare("try", "SELECT fence.campaign($1, $2, '60 s')");
+			Prepare("wait", "SELECT fence.campaign($1, $2, '60 s', '30 s')");
+			Prepare("release", "SELECT fence.resign($1, $2::bigint)");
+		}
+		else
+		{
+			Prepare("try", "SELECT fence.lease_acquire($1, '60 s', $2)");
+			Prepare("wait", "SELECT fence.lease_acquire($1, '60 s', $2, wait => '30 s')");
+			Prepare("release", "SELECT fence.lease_release($1, $2::bigint)");
+		}
 	}
 	~PgClient() override { PQfinish(conn_); }
 
@@ -152,7 +166,7 @@ public:
 		std::string err = PQresultErrorMessage(res);
 		PQclear(res);
 		if (!ok)
-			throw std::runtime_error("lease_release did not return true: " + err);
+			throw std::runtime_error("release did not return true: " + err);
 	}
 
 private:
@@ -177,7 +191,7 @@ private:
 		{
 			std::string err = PQresultErrorMessage(res);
 			PQclear(res);
-			throw std::runtime_error("lease_acquire: " + err);
+			throw std::runtime_error("acquire: " + err);
 		}
 		bool granted = !PQgetisnull(res, 0, 0);
 		if (granted)
@@ -408,6 +422,12 @@ ParseArgs(int argc, char **argv)
 			opt.etcd = v;
 		else if (a == "--seed")
 			opt.seed = (unsigned) std::stoul(v);
+		else if (a == "--kind")
+		{
+			if (v != "lease" && v != "leader")
+				throw std::runtime_error("unknown kind " + v);
+			opt.leader = v == "leader";
+		}
 		else
 			throw std::runtime_error("unknown option " + a);
 	}

@@ -22,17 +22,33 @@
 #
 # Environment: BENCH_HANDOFFS [200] (per system, split over the rounds),
 # BENCH_HANDOFF_ROUNDS [4], BENCH_HANDOFF_SYSTEMS ["wait poll50 poll500
-# backoff etcd"], BENCH_HOLD_MIN_MS [20], BENCH_HOLD_SPREAD_MS [100] (hold
+# backoff etcd"; for leader "wait poll100"], BENCH_HOLD_MIN_MS [20], BENCH_HOLD_SPREAD_MS [100] (hold
 # time = min + uniform [0, spread) ms), BENCH_HANDOFF_RESULTS
 # [bench/results-handoff-pgMAJOR.md], BENCH_HANDOFF_NOTE (a line or two about
-# the run, e.g. other load on the machine, written under the table).
+# the run, e.g. other load on the machine, written under the table),
+# BENCH_HANDOFF_KIND [lease]: `leader` hands over a leadership instead
+# (fence.campaign / fence.resign: leader election), with results in
+# bench/results-election-pgMAJOR.md by default, e.g.
+#   BENCH_HANDOFF_KIND=leader BENCH_HANDOFF_SYSTEMS="wait poll100" \
+#     FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HANDOFFS=${BENCH_HANDOFFS:-200}
 ROUNDS=${BENCH_HANDOFF_ROUNDS:-4}
-SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait poll50 poll500 backoff etcd"}
 HOLD_MIN=${BENCH_HOLD_MIN_MS:-20}
 HOLD_SPREAD=${BENCH_HOLD_SPREAD_MS:-100}
+KIND=${BENCH_HANDOFF_KIND:-lease}
+case $KIND in
+	lease) TITLE="Lease hand-off latency" STEM=handoff ;;
+	leader) TITLE="Leader hand-over latency (leader election)" STEM=election ;;
+	*) echo "handoff.sh: BENCH_HANDOFF_KIND must be lease or leader" >&2; exit 2 ;;
+esac
+# leader: etcd's lock is no election, so by default pg_fence against its own polling at 100 ms.
+if [ "$KIND" = leader ]; then
+	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait poll100"}
+else
+	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait poll50 poll500 backoff etcd"}
+fi
 DRIVER=$HERE/handoff
 OUT=$HERE/out/handoff
 
@@ -47,7 +63,7 @@ if [ ! -x "$DRIVER" ]; then
 fi
 PER_ROUND=$(((HANDOFFS + ROUNDS - 1) / ROUNDS))
 MAJOR=$(psql -XAtqc "SELECT current_setting('server_version_num')::int / 10000")
-RESULTS=${BENCH_HANDOFF_RESULTS:-$HERE/results-handoff-pg$MAJOR.md}
+RESULTS=${BENCH_HANDOFF_RESULTS:-$HERE/results-$STEM-pg$MAJOR.md}
 mkdir -p "$OUT"
 RAW=$OUT/raw.tsv
 : >"$RAW"
@@ -144,7 +160,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 			*) echo "handoff.sh: unknown system $sys" >&2; exit 2 ;;
 		esac
 		echo "bench: hand-off round $((r + 1))/$ROUNDS: $sys" >&2
-		"$DRIVER" "${args[@]}" --handoffs "$PER_ROUND" --name "handoff-$sys-$r" \
+		"$DRIVER" "${args[@]}" --kind "$KIND" --handoffs "$PER_ROUND" --name "$STEM-$sys-$r-$$" \
 			--hold-min "$HOLD_MIN" --hold-spread "$HOLD_SPREAD" --seed $((r + 1)) \
 			2>>"$OUT/errors.log" | awk -v s="$sys" -v r="$r" '{ print s "\t" r "\t" $0 }' >>"$RAW"
 		if [ "${PIPESTATUS[0]}" -ne 0 ]; then
@@ -174,11 +190,14 @@ summary() { # system -> "count med_ack p99_ack med_send p99_send mean_req max_re
 	echo "${out[*]}"
 }
 label() {
-	case $1 in
-		wait) echo "pg_fence, waiting in the server (\`wait =>\`)" ;;
-		poll*) echo "pg_fence polled every ${1#poll} ms (no \`wait\`)" ;;
-		backoff) echo "pg_fence polled with backoff 10 ms → 1 s" ;;
-		etcd) echo "etcd $etcd_version lock (\`/v3/lock/lock\`)" ;;
+	case $KIND/$1 in
+		leader/wait) echo "pg_fence \`campaign\`, waiting in the server" ;;
+		leader/poll*) echo "pg_fence \`campaign\` polled every ${1#poll} ms (no wait)" ;;
+		leader/backoff) echo "pg_fence \`campaign\` polled with backoff 10 ms → 1 s" ;;
+		*/wait) echo "pg_fence, waiting in the server (\`wait =>\`)" ;;
+		*/poll*) echo "pg_fence polled every ${1#poll} ms (no \`wait\`)" ;;
+		*/backoff) echo "pg_fence polled with backoff 10 ms → 1 s" ;;
+		*/etcd) echo "etcd $etcd_version lock (\`/v3/lock/lock\`)" ;;
 	esac
 }
 ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
@@ -189,10 +208,11 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 commit=$(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo unknown)
 version=$(psql -XAtqc "SELECT extversion FROM pg_extension WHERE extname = 'pg_fence'")
 {
-	echo "# Lease hand-off latency"
+	echo "# $TITLE"
 	echo
 	echo "Written by \`bench/handoff.sh\` (run by \`make bench\`) on $(date -u '+%Y-%m-%d %H:%M UTC')."
 	echo "How it measures: [README.md](README.md), \"Lease hand-off latency\"."
+	[ "$KIND" = lease ] || echo "Kind: \`$KIND\` (the holder resigns with \`fence.resign\`, the waiter campaigns with \`fence.campaign\`)."
 	echo
 	echo "| | |"
 	echo "|---|---|"
@@ -200,7 +220,11 @@ version=$(psql -XAtqc "SELECT extversion FROM pg_extension WHERE extname = 'pg_f
 	echo "| load average (1/5/15 min) | before: $LOAD_BEFORE; after: $LOAD_AFTER |"
 	echo "| PostgreSQL | $server, fsync $fsync, synchronous_commit on, pg_fence preloaded |"
 	echo "| pg_fence | $version (commit $commit) |"
-	echo "| etcd | ${etcd_version:-not run}, one member, its own data directory on the same disk |"
+	if [ -n "$etcd_version" ]; then
+		echo "| etcd | $etcd_version, one member, its own data directory on the same disk |"
+	else
+		echo "| etcd | not run |"
+	fi
 	echo "| runs | $ROUNDS interleaved rounds of $PER_ROUND hand-offs per system; hold time $HOLD_MIN ms + uniform [0, $HOLD_SPREAD) ms |"
 	echo
 	echo "Hand-off = from the moment holder A's release returned to A to the moment"

@@ -7,6 +7,8 @@
  *	  fence::SessionLock    RAII session lock with its fencing token
  *	  fence::SessionMonitor session-loss detection (SELECT 1 every second)
  *	  fence::Lease          lease renewed in the background, loss detection
+ *	  fence::Election       leader election: campaign, term, resign, and
+ *	                        fence::LeaderWatch to follow the leader (election.hpp)
  *	  fence::LossToken      stop flag for worker loops (loss.hpp)
  *	  fence::fenced_update  write that rejects stale tokens
  *
@@ -29,6 +31,7 @@
 #include <pqxx/nontransaction>
 #include <pqxx/transaction>
 
+#include "pg_fence/election.hpp"
 #include "pg_fence/fenced_update.hpp"
 #include "pg_fence/lease.hpp"
 #include "pg_fence/loss.hpp"

@@ -180,6 +180,30 @@ struct LeaseOptions
 	 * Must not be negative.
 	 */
 	int permits = 0;
+	/**
+	 * False (the default): a lease or a semaphore permit, as above.  True:
+	 * campaign for leadership of the election `name` with `holder` as the
+	 * candidate (fence.campaign(name, candidate, ttl, wait), which needs a
+	 * non-empty holder): the lease obtained is the leadership, its token the
+	 * term; it is renewed and lost like any lease, and release() resigns
+	 * (fence.resign(name, term)).  Not with permits.  fence::Election
+	 * (election.hpp) builds on it; `pg_fence elect` uses it directly.
+	 */
+	bool campaign = false;
+	/**
+	 * -1 (the default), or a descriptor, e.g. the read end of a
+	 * self-pipe that a signal handler writes to: once it is readable,
+	 * an acquisition in progress (connecting, or waiting in the server in
+	 * try_acquire_for) stops at once, the server-side wait is cancelled
+	 * (a cancel request), and try_acquire_for returns std::nullopt, as when
+	 * `wait` elapses: the caller tells the two apart by its descriptor.
+	 * The descriptor is only polled, never read.  A cancel that crosses a
+	 * grant on its way leaves that grant unknown to the caller: it expires
+	 * after its TTL.  pg_fence elect and run --lease use it so that a
+	 * signal ends a wait at once and the server grants nothing to a
+	 * candidate that is gone.
+	 */
+	int interrupt_fd = -1;
 };
 
 /**

@@ -128,6 +128,35 @@ InstallHandlers()
 }
 
 bool
+SignalPending()
+{
+	struct pollfd p = {g_pipe[0], POLLIN, 0};
+	return g_pipe[0] >= 0 && poll(&p, 1, 0) > 0;
+}
+
+int
+TakeSignal()
+{
+	int           sig = 0;
+	bool          poked = false;
+	unsigned char buf[64];
+	ssize_t       got;
+	while (g_pipe[0] >= 0 && (got = read(g_pipe[0], buf, sizeof buf)) > 0)
+	{
+		for (ssize_t k = 0; k < got; k++)
+		{
+			if (buf[k] == kLostByte)
+				poked = true;
+			else if (sig == 0 && buf[k] != SIGCHLD)
+				sig = buf[k];
+		}
+	}
+	if (poked)
+		PokeSelfPipe();
+	return sig;
+}
+
+bool
 TerminalHandedOver()
 {
 	return g_tty_handoff;

@@ -70,6 +70,16 @@ bool TerminalHandedOver();
 /* Gives the terminal to process group `pgrp`, if StartCommand handed it over; else does nothing. */
 void TakeTerminal(pid_t pgrp);
 
+/* True if the self-pipe has a byte to read (nothing is read). */
+bool SignalPending();
+
+/*
+ * Reads the self-pipe empty and returns the first forwarded signal found
+ * in it (0 if none); a kLostByte read on the way is written back.  For
+ * the moment before the command starts (no SIGCHLD can be pending).
+ */
+int TakeSignal();
+
 /* Ends pg_fence the way `sig` would have, had no handler been installed (the parent sees WIFSIGNALED). */
 [[noreturn]] void DieBySignal(int sig);
 

@@ -7,6 +7,9 @@
  *
  *	  pg_fence run [--lease TTL [--semaphore N] | --session] [--wait DURATION] [--holder TEXT]
  *	               [--dbname CONNINFO] NAME -- COMMAND [ARGS...]
+ *	  pg_fence elect NAME [--ttl TTL] [--candidate ID] [--wait DURATION]
+ *	                 [--dbname CONNINFO] -- COMMAND [ARGS...]
+ *	  pg_fence leader [--dbname CONNINFO] [--watch [--count N]] NAME
  *	  pg_fence status [--dbname CONNINFO] [--watch [--interval DURATION]
  *	                  [--count N]] [NAME]
  *
@@ -43,6 +46,8 @@
  *	                 terminal, cancelling a lock wait on a signal
  *	  supervise.cpp  the supervision loop, RunLease and RunSession
  *	  status.cpp     `pg_fence status` and its table
+ *	  leader.cpp     `pg_fence leader [--watch]` (`elect` is RunLease with a
+ *	                 campaign: options.cpp ParseElect, supervise.cpp)
  * Lease renewal and session checks are in the client library
  * (include/pg_fence/lease.hpp, session_monitor.hpp).
  *
@@ -63,6 +68,7 @@
 
 #include "cli.hpp"
 #include "internal.hpp"
+#include "leader.hpp"
 #include "options.hpp"
 #include "pg_fence/client.hpp"
 #include "status.hpp"
@@ -77,6 +83,9 @@ const char kUsage[] =
 	"\n"
 	"Usage:\n"
 	"  pg_fence run [OPTION]... NAME -- COMMAND [ARG]...\n"
+	"  pg_fence elect NAME [--ttl TTL] [--candidate ID] [--wait DURATION] -- COMMAND [ARG]...\n"
+	"  pg_fence leader [--dbname CONNINFO] NAME\n"
+	"  pg_fence leader --watch [--count N] [--dbname CONNINFO] NAME\n"
 	"  pg_fence status [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence status --watch [--interval DURATION] [--count N] [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence --help | --version\n"
@@ -91,6 +100,17 @@ const char kUsage[] =
 	"  --holder TEXT        holder shown in fence.locks (default: HOST:PID)\n"
 	"  -d, --dbname CONNINFO  database name or libpq connection string/URI\n"
 	"                       (default: libpq defaults, PG* environment variables)\n"
+	"Options for elect (campaign, in the server, to lead the election NAME; run\n"
+	"COMMAND while leader with FENCE_TOKEN = the term; resign when it exits):\n"
+	"  --ttl TTL            the leadership's TTL, renewed every TTL/3 (default 30s)\n"
+	"  --candidate ID       this candidate's ID, shown by leader (default: HOST:PID)\n"
+	"  --wait DURATION      give up (exit 73) if not elected within DURATION\n"
+	"                       (default: campaign until elected)\n"
+	"Options for leader (print CANDIDATE, TERM, ELECTED_AT, EXPIRES_AT, tab-separated;\n"
+	"exit 1 when there is no leader):\n"
+	"  -w, --watch          print a line for each change, as it happens:\n"
+	"                       TIME leader CANDIDATE TERM, or TIME none\n"
+	"  -c, --count N        stop after N lines (default: until interrupted)\n"
 	"Options for status:\n"
 	"  -w, --watch          redraw every --interval, like top: held locks and leases,\n"
 	"                       waiters and how long they have waited, the counters\n"
@@ -108,7 +128,8 @@ const char kUsage[] =
 	"\n"
 	"Exit status: the command's own (128+N if killed by signal N); 75 lock busy\n"
 	"(every permit held, with --semaphore);\n"
-	"73 --wait timed out; 74 lock lost while the command ran; 69 cannot connect\n"
+	"73 --wait timed out (elect: not elected in time); 74 lock (leadership) lost\n"
+	"while the command ran; 1 no leader (pg_fence leader); 69 cannot connect\n"
 	"or pg_fence not installed; 64 usage error; 70 internal error; 126/127 the\n"
 	"command cannot be executed / was not found.\n";
 
@@ -162,6 +183,10 @@ main(int argc, char **argv)
 			RunOptions o = ParseRun(rest);
 			return o.session ? RunSession(o) : RunLease(o);
 		}
+		if (cmd == "elect")
+			return RunLease(ParseElect(rest));
+		if (cmd == "leader")
+			return Leader(ParseLeader(rest));
 		if (cmd == "status")
 			return Status(rest);
 		throw UsageError{"unknown command \"" + cmd + "\" (try pg_fence --help)"};

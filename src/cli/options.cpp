@@ -216,4 +216,120 @@ ParseRun(const std::vector<std::string> &args)
 	return o;
 }
 
+namespace {
+
+/* NAME's rules, shared by run, elect and leader. */
+void
+CheckNameArg(const std::string &name, const char *what)
+{
+	if (name.empty())
+		throw UsageError{std::string(what) + " NAME must not be empty"};
+	if (name.size() > 1024)
+		throw UsageError{std::string(what) + " NAME is longer than 1024 bytes"};
+}
+
+long
+ParseCount(const std::string &v)
+{
+	char *end = nullptr;
+	errno = 0;
+	long n = std::strtol(v.c_str(), &end, 10);
+	if (v.empty() || *end != '\0' || errno != 0 || n <= 0)
+		throw UsageError{"--count must be a positive whole number, not \"" + v + "\""};
+	return n;
+}
+
+} // namespace
+
+RunOptions
+ParseElect(const std::vector<std::string> &args)
+{
+	RunOptions  o;
+	bool        have_name = false;
+	std::size_t i = 0;
+	o.elect = true;
+	for (; i < args.size(); i++)
+	{
+		const std::string &a = args[i];
+		std::string        v;
+		if (a == "--")
+		{
+			i++;
+			break;
+		}
+		if (a.empty() || a[0] != '-')
+		{
+			if (have_name)
+				break; /* the command, without "--" */
+			o.name = a;
+			have_name = true;
+			continue;
+		}
+		if (IsHelp(a))
+			throw HelpRequested{};
+		if (TakeOption(args, i, "--ttl", nullptr, &v))
+			o.ttl = ParseDuration(v, "TTL");
+		else if (TakeOption(args, i, "--candidate", nullptr, &v))
+		{
+			if (v.empty())
+				throw UsageError{"--candidate must not be empty"};
+			o.holder = v;
+		}
+		else if (TakeOption(args, i, "--wait", "-w", &v))
+			o.wait = ParseDuration(v, "wait duration");
+		else if (TakeOption(args, i, "--dbname", "-d", &v))
+			o.conninfo = ConninfoFromDbname(v);
+		else
+			throw UsageError{"unknown option \"" + a + "\""};
+	}
+	if (o.ttl < milliseconds(3))
+		throw UsageError{"invalid TTL: must be at least 3ms"};
+	if (!have_name)
+		throw UsageError{"missing election NAME"};
+	CheckNameArg(o.name, "election");
+	for (; i < args.size(); i++)
+		o.command.push_back(args[i]);
+	if (o.command.empty())
+		throw UsageError{
+			"missing COMMAND (usage: pg_fence elect NAME [OPTION]... -- COMMAND [ARG]...)"};
+	if (o.holder.empty())
+		o.holder = DefaultHolder();
+	return o;
+}
+
+LeaderOptions
+ParseLeader(const std::vector<std::string> &args)
+{
+	LeaderOptions o;
+	bool          have_name = false;
+	for (std::size_t i = 0; i < args.size(); i++)
+	{
+		const std::string &a = args[i];
+		std::string        v;
+		if (!a.empty() && a[0] != '-')
+		{
+			if (have_name)
+				throw UsageError{"unexpected argument \"" + a + "\" (one election NAME only)"};
+			o.name = a;
+			have_name = true;
+		}
+		else if (IsHelp(a))
+			throw HelpRequested{};
+		else if (a == "--watch" || a == "-w")
+			o.watch = true;
+		else if (TakeOption(args, i, "--count", "-c", &v))
+			o.count = ParseCount(v);
+		else if (TakeOption(args, i, "--dbname", "-d", &v))
+			o.conninfo = ConninfoFromDbname(v);
+		else
+			throw UsageError{"unknown option \"" + a + "\""};
+	}
+	if (!have_name)
+		throw UsageError{"missing election NAME"};
+	CheckNameArg(o.name, "election");
+	if (o.count > 0 && !o.watch)
+		throw UsageError{"--count goes with --watch"};
+	return o;
+}
+
 } // namespace fence::cli

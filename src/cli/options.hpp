@@ -30,7 +30,8 @@ struct RunOptions
 	bool                        session = false;
 	milliseconds                ttl = kDefaultTtl;
 	std::optional<milliseconds> wait;
-	int                         permits = 0; /* --semaphore N: a permit of N; 0: a lease */
+	int                         permits = 0;   /* --semaphore N: a permit of N; 0: a lease */
+	bool                        elect = false; /* `elect`: campaign, holder is the candidate */
 	std::string                 holder;
 	std::string                 conninfo;
 	std::string                 name;
@@ -39,6 +40,25 @@ struct RunOptions
 
 /* Parses what follows "run"; throws UsageError, or HelpRequested for --help / -h. */
 RunOptions ParseRun(const std::vector<std::string> &args);
+
+/*
+ * Parses what follows "elect": NAME, options (before or after NAME),
+ * "--", COMMAND.  The result is a lease RunOptions with elect set, the
+ * candidate in `holder` and no wait limit unless --wait was given.
+ */
+RunOptions ParseElect(const std::vector<std::string> &args);
+
+/* `pg_fence leader`'s command line, parsed. */
+struct LeaderOptions
+{
+	std::string conninfo;
+	std::string name;
+	bool        watch = false;
+	long        count = 0; /* --watch: stop after this many lines; 0: until interrupted */
+};
+
+/* Parses what follows "leader"; throws UsageError, or HelpRequested. */
+LeaderOptions ParseLeader(const std::vector<std::string> &args);
 
 /* "--help" or "-h". */
 bool IsHelp(const std::string &a);

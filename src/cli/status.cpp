@@ -15,9 +15,9 @@
  * when they expire, one line per waiter with how long it has waited, and
  * the counters of fence.stats().  On a terminal each frame clears the
  * screen first; otherwise frames follow each other, a blank line apart, so
- * that the output can be logged.  --count N stops after N frames.  Leader
- * election is not part of this version: a leader would be the holder of a
- * lease, and leases are shown as leases.
+ * that the output can be logged.  --count N stops after N frames.  A
+ * leader is the holder of a lease and appears among the leases here;
+ * `pg_fence leader NAME [--watch]` (leader.cpp) shows an election.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

@@ -5,7 +5,8 @@
  *	  it exits or the lock is lost, release the lock.
  *
  * RunLease and RunSession differ only in how the lock is taken, watched
- * and released:
+ * and released (`elect` is RunLease whose lease is acquired with
+ * fence.campaign and released with fence.resign: LeaseOptions::campaign):
  *  - a lease is renewed every TTL/3 by fence::Lease, which declares the
  *    loss on the local monotonic clock at its local deadline,
  *    fence::lease_local_deadline(last successful renewal *sent*, TTL,
@@ -63,6 +64,8 @@ constexpr milliseconds kMaxGrace(5000);
 constexpr milliseconds kSignalAllowance(250);
 constexpr milliseconds kSessionCheckEvery(1000);
 constexpr milliseconds kSessionCheckTimeout(3000);
+/* `elect` without --wait campaigns until elected, one server-side wait of this length at a time. */
+constexpr milliseconds kCampaignChunk(600000);
 
 /* What Supervise asks the runner about its lock. */
 struct LockWatch
@@ -147,8 +150,9 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 			if (lost(&why))
 			{
 				was_lost = true;
-				Msg("lost the lock \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s",
-					o.name.c_str(), why.c_str(), FormatDuration(grace).c_str());
+				Msg("lost the %s \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s",
+					o.elect ? "leadership of" : "lock", o.name.c_str(), why.c_str(),
+					FormatDuration(grace).c_str());
 				/* SIGCONT too: a stopped command acts on SIGTERM only once continued. */
 				kill(-child, SIGTERM);
 				kill(-child, SIGCONT);
@@ -218,12 +222,14 @@ RunLease(const RunOptions &o)
 {
 	{
 		auto conn = Connect(o.conninfo);
-		CheckExtension(*conn, o.permits > 0
+		CheckExtension(*conn, o.elect ? "fence.campaign(text,text,interval,interval)"
+							  : o.permits > 0
 								  ? "fence.semaphore_acquire(text,integer,interval,text,interval)"
 								  : "fence.lease_acquire(text,interval,text,interval)");
 	}
-	/* "lease \"x\"" or "semaphore \"x\" (3 permits)" in messages */
-	std::string         what = o.permits > 0
+	/* "lease \"x\"", "semaphore \"x\" (3 permits)" or "leadership of \"x\"" in messages */
+	std::string         what = o.elect ? "leadership of \"" + o.name + "\""
+							   : o.permits > 0
 								   ? "semaphore \"" + o.name + "\" (" + std::to_string(o.permits) +
                                  (o.permits == 1 ? " permit)" : " permits)")
 								   : "lease \"" + o.name + "\"";
@@ -234,6 +240,7 @@ RunLease(const RunOptions &o)
 	fence::LeaseOptions lo;
 	lo.holder = o.holder;
 	lo.permits = o.permits;
+	lo.campaign = o.elect;
 	lo.safety_margin = grace + signal_allowance; /* SIGKILL lands signal_allowance before expiry */
 	lo.on_lost = [&](fence::LossReason, const std::string &message) {
 		{
@@ -246,24 +253,67 @@ RunLease(const RunOptions &o)
 	lo.on_retry = [](const std::string &message) { Msg("%s", message.c_str()); };
 	/* The pipe must exist before the lease's threads can report a loss. */
 	CreatePipe();
+	/*
+	 * While waiting (elect, --wait), a signal must end the wait at once and
+	 * cancel it in the server, or the server could still elect or grant
+	 * to a pg_fence that is gone: the handlers write to the self-pipe,
+	 * which the acquisition watches (LeaseOptions::interrupt_fd).
+	 */
+	const bool waiting = o.elect || o.wait;
+	if (waiting)
+	{
+		InstallHandlers();
+		lo.interrupt_fd = SelfPipeReadFd();
+	}
 	std::optional<fence::Lease> lease;
+	if (o.elect)
+		Msg("campaigning for the %s as \"%s\"", what.c_str(), o.holder.c_str());
 	try
 	{
-		lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl,
-											  o.wait.value_or(milliseconds::zero()), std::move(lo));
+		if (o.elect && !o.wait)
+		{
+			/* elect waits until elected: in the server, one call per kCampaignChunk. */
+			while (!lease && !SignalPending())
+				lease =
+					fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, kCampaignChunk, lo);
+		}
+		else
+			lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl,
+												  o.wait.value_or(milliseconds::zero()), lo);
 	}
 	catch (const pqxx::broken_connection &e)
 	{
 		throw Unavailable{"could not connect to the database: " + Trim(e.what()), ""};
 	}
+	if (int sig = waiting ? TakeSignal() : 0)
+	{
+		/* Granted as the signal came: hand it back before going. */
+		if (lease)
+		{
+			try
+			{
+				lease->release();
+			}
+			catch (const std::exception &)
+			{
+				/* it expires after its TTL */
+			}
+			lease.reset();
+		}
+		DieBySignal(sig);
+	}
+	if (lease && o.elect)
+		Msg("elected: %s as \"%s\", term %lld", what.c_str(), o.holder.c_str(),
+			static_cast<long long>(lease->token()));
 	if (!lease)
 	{
 		const char *held = o.permits > 0 ? "has all its permits held" : "is held by another holder";
 		if (o.wait)
 		{
 			Msg("%s %s after waiting %s", what.c_str(),
-				o.permits > 0 ? "still has all its permits held"
-							  : "is still held by another holder",
+				o.elect         ? "is still another candidate's"
+				: o.permits > 0 ? "still has all its permits held"
+								: "is still held by another holder",
 				FormatDuration(*o.wait).c_str());
 			return kExitTimeout;
 		}
@@ -289,6 +339,8 @@ RunLease(const RunOptions &o)
 		if (!lease->release())
 			Msg("warning: %s was no longer held at release (token %lld)", what.c_str(),
 				static_cast<long long>(lease->token()));
+		else if (o.elect)
+			Msg("resigned: %s, term %lld", what.c_str(), static_cast<long long>(lease->token()));
 	}
 	catch (const std::exception &e)
 	{

@@ -2,7 +2,8 @@
  *
  * supervise.hpp
  *	  `pg_fence run`: run a command while holding a lease (RunLease) or a
- *	  session lock (RunSession).
+ *	  session lock (RunSession); `pg_fence elect` is RunLease with a
+ *	  campaign (RunOptions::elect).
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

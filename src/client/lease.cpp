@@ -18,7 +18,9 @@
  *	 SELECT fence.lease_renew(name, token, ttl)
  *
  * (one implicit transaction).  A semaphore permit (LeaseOptions::permits)
- * is acquired with fence.semaphore_acquire and is otherwise the same.
+ * is acquired with fence.semaphore_acquire and is otherwise the same; so
+ * is a leadership (LeaseOptions::campaign): fence.campaign to acquire,
+ * fence.resign to release.
  * Waiting for the lease (try_acquire_for) happens in the server: one
  * lease_acquire(..., wait => ...) call.  A transient failure closes a broken
  * connection and tries again after a backoff (50 ms, doubling, at most the
@@ -104,7 +106,8 @@ struct LeaseImpl
 	std::chrono::milliseconds interval{0};
 	std::chrono::milliseconds margin{0};
 	std::chrono::milliseconds connect_timeout{0};
-	int                       permits = 0; /* 0: a lease; else a semaphore permit */
+	int                       permits = 0;      /* 0: a lease; else a semaphore permit */
+	bool                      campaign = false; /* fence.campaign / fence.resign */
 	Lease::LossCallback       on_lost;
 	RetryCallback             on_retry;
 	std::int64_t              token = 0;
@@ -205,6 +208,15 @@ struct LeaseImpl
 		std::string sql =
 			"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(wait + ttl) +
 			"; SELECT fence.";
+		if (campaign)
+		{
+			/* campaign(name, candidate, ttl, wait): the candidate is the holder */
+			sql += "campaign(" + conn.Literal(name) + ", " + conn.Literal(holder) + ", " +
+				   conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+			if (wait > std::chrono::milliseconds::zero())
+				sql += ", " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
+			return sql + ")";
+		}
 		sql += permits > 0 ? "semaphore_acquire(" : "lease_acquire(";
 		sql += conn.Literal(name);
 		if (permits > 0)
@@ -414,6 +426,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 		throw std::invalid_argument("pg_fence: permits must not be negative");
 	if (options.holder.find('\0') != std::string::npos)
 		throw std::invalid_argument("pg_fence: holder must not contain a NUL byte");
+	if (options.campaign && options.permits > 0)
+		throw std::invalid_argument("pg_fence: a campaign cannot be for a semaphore permit");
+	if (options.campaign && options.holder.empty())
+		throw std::invalid_argument("pg_fence: a campaign needs a candidate (the holder)");
 
 	auto impl = std::make_shared<LeaseImpl>();
 	impl->conninfo = conninfo;
@@ -426,8 +442,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	impl->margin = options.safety_margin;
 	impl->connect_timeout = options.connect_timeout;
 	impl->permits = options.permits;
+	impl->campaign = options.campaign;
 	impl->on_lost = std::move(options.on_lost);
 	impl->on_retry = std::move(options.on_retry);
+	const int interrupt_fd = options.interrupt_fd;
 
 	int fds[2];
 	if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -435,7 +453,9 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	impl->stop_rd = fds[0];
 	impl->stop_wr = fds[1];
 
-	PqOutcome c = impl->Connect(Clock::time_point::max(), -1);
+	PqOutcome c = impl->Connect(Clock::time_point::max(), interrupt_fd);
+	if (c.kind == PqOutcome::kStopped)
+		return std::nullopt;
 	if (!c.ok())
 		detail::ThrowOutcome(c, "");
 
@@ -446,7 +466,10 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	 */
 	Clock::time_point sent = Clock::now();
 	std::string       sql = impl->AcquireCall(wait);
-	PqOutcome         r = impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, -1);
+	PqOutcome         r =
+		impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, interrupt_fd, true);
+	if (r.kind == PqOutcome::kStopped)
+		return std::nullopt;
 	if (!r.ok())
 		detail::ThrowOutcome(r, sql);
 	if (!r.value)
@@ -565,7 +588,8 @@ Lease::release()
 			r = im.Connect(deadline, -1);
 		if (r.ok())
 		{
-			sql = im.Call("lease_release", deadline - Clock::now(), false, true);
+			sql = im.Call(im.campaign ? "resign" : "lease_release", deadline - Clock::now(), false,
+						  true);
 			r = im.conn.Exec(sql, deadline, -1);
 		}
 		if (r.ok())

@@ -169,7 +169,7 @@ PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int sto
 }
 
 PqOutcome
-PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
+PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bool cancel_on_stop)
 {
 	if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK)
 		return Fail(PqOutcome::kConnectionLost, "not connected");
@@ -207,6 +207,15 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
 			Wait w = WaitFor(false, deadline, stop_fd);
 			if (w == Wait::kDeadline || w == Wait::kStopped)
 			{
+				if (w == Wait::kStopped && cancel_on_stop)
+				{
+					if (PGcancel *c = PQgetCancel(conn_))
+					{
+						char err[256];
+						PQcancel(c, err, sizeof err); /* best effort: the session ends anyway */
+						PQfreeCancel(c);
+					}
+				}
 				Close();
 				return Fail(w == Wait::kStopped ? PqOutcome::kStopped : PqOutcome::kDeadline,
 							w == Wait::kStopped ? "the call was stopped"
@@ -255,6 +264,47 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd)
 		return o;
 	}
 	return out;
+}
+
+PqOutcome
+PqConn::WaitNotify(const std::string &channel, Clock::time_point deadline, int stop_fd,
+				   std::vector<std::string> *payloads)
+{
+	if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK)
+		return Fail(PqOutcome::kConnectionLost, "not connected");
+	bool waited = false;
+	for (;;)
+	{
+		if (!PQconsumeInput(conn_))
+		{
+			PqOutcome o = Fail(PqOutcome::kConnectionLost, PQerrorMessage(conn_));
+			Close();
+			return o;
+		}
+		bool got = false;
+		while (PGnotify *n = PQnotifies(conn_))
+		{
+			if (channel == n->relname)
+			{
+				payloads->emplace_back(n->extra != nullptr ? n->extra : "");
+				got = true;
+			}
+			PQfreemem(n);
+		}
+		if (got || (waited && Clock::now() >= deadline))
+			return PqOutcome{};
+		Wait w = WaitFor(false, deadline, stop_fd);
+		if (w == Wait::kStopped)
+			return Fail(PqOutcome::kStopped, "stopped");
+		if (w == Wait::kDeadline)
+			return PqOutcome{};
+		if (w == Wait::kError)
+		{
+			Close();
+			return Fail(PqOutcome::kConnectionLost, "lost the connection to the server");
+		}
+		waited = true;
+	}
 }
 
 } // namespace fence::client_internal

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 typedef struct pg_conn PGconn;
 
@@ -86,10 +87,25 @@ public:
 	/*
 	 * Runs `sql` (one or more statements, no parameters) and waits for
 	 * every result.  On kDeadline and kStopped the connection is closed
-	 * (a call still running on the server ends with its session); on
-	 * kConnectionLost it is closed too.
+	 * (a call still running on the server ends with its session, or, for
+	 * a call waiting in the server, when the wait ends); on
+	 * kConnectionLost it is closed too.  With `cancel_on_stop`, kStopped
+	 * first sends the server a cancel request (PQcancel: one short
+	 * connection, blocking), so that a call waiting in the server stops
+	 * waiting at once.
 	 */
-	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd);
+	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd,
+				   bool cancel_on_stop = false);
+
+	/*
+	 * Waits until a notification arrives (after LISTEN), `deadline` or the
+	 * stop descriptor, and appends the payloads of those received on
+	 * `channel` to *payloads (notifications already read by Exec count
+	 * too).  kOk (maybe with nothing appended, at the deadline),
+	 * kConnectionLost (the connection is closed) or kStopped.
+	 */
+	PqOutcome WaitNotify(const std::string &channel, Clock::time_point deadline, int stop_fd,
+						 std::vector<std::string> *payloads);
 
 	/* A quoted SQL literal for `s` (PQescapeLiteral); needs a connection. */
 	std::string Literal(const std::string &s) const;

@@ -1,0 +1,395 @@
+/*-------------------------------------------------------------------------
+ *
+ * client/election.cpp
+ *	  Catch2 tests of fence::Election and fence::LeaderWatch on several real
+ *	  connections: two candidates on one name, hand-over at resign and at
+ *	  destruction (a higher term, at once rather than at the TTL), loss of a
+ *	  leader whose backend is terminated and that stops renewing past its
+ *	  TTL, observation of every change (election, resign, expiry without a
+ *	  takeover), and the errors.
+ *
+ * Skipped (with a warning) when the server's pg_fence has no fence.campaign.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  test/cpp/client/election.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "catch2_compat.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include <libpq-fe.h>
+
+#include "notify_payload.hpp"
+#include "pg_fence/client.hpp"
+#include "pqxx_compat.hpp"
+#include "test_util.hpp"
+
+using fence::pqxx_compat::ExecParams1;
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using fence_test::WaitFor;
+
+#define REQUIRE_ELECTIONS()                                                          \
+	do                                                                               \
+	{                                                                                \
+		if (!fence_test::HasFunction("fence.campaign(text,text,interval,interval)")) \
+		{                                                                            \
+			WARN("skipped: fence.campaign(text,text,interval,interval) is missing"); \
+			return;                                                                  \
+		}                                                                            \
+	} while (0)
+
+std::string
+Unique(const std::string &base)
+{
+	return fence_test::Unique("test_client_election", base);
+}
+
+/* Every leader an on_leader callback reported, in order ("" = none). */
+struct LeaderLog
+{
+	std::mutex               mu;
+	std::vector<std::string> seen; /* "candidate/term" or "none" */
+
+	fence::LeaderCallback
+	callback()
+	{
+		return [this](const std::optional<fence::Leader> &l) {
+			std::lock_guard<std::mutex> lk(mu);
+			seen.push_back(l ? l->candidate + "/" + std::to_string(l->term) : "none");
+		};
+	}
+	std::string
+	last()
+	{
+		std::lock_guard<std::mutex> lk(mu);
+		return seen.empty() ? "" : seen.back();
+	}
+	std::vector<std::string>
+	all()
+	{
+		std::lock_guard<std::mutex> lk(mu);
+		return seen;
+	}
+};
+
+/* fence.leader(name) through SQL on `c`: "candidate/term" or "none". */
+std::string
+LeaderRow(pqxx::connection &c, const std::string &name)
+{
+	pqxx::nontransaction tx(c);
+	pqxx::result         r = fence::pqxx_compat::ExecParams(
+				tx, "SELECT candidate || '/' || term FROM fence.leader($1)", name);
+	return r.empty() ? "none" : r[0][0].as<std::string>();
+}
+
+fence::ElectionOptions
+Candidate(const std::string &id)
+{
+	fence::ElectionOptions o;
+	o.candidate = id;
+	return o;
+}
+
+} // namespace
+
+TEST_CASE("Election: one leader at a time; a waiting candidate is elected with a higher term "
+		  "when the leader resigns",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string         name = Unique("resign");
+	pqxx::connection          sql("");
+	std::atomic<std::int64_t> elected_term{0};
+	fence::ElectionOptions    bo = Candidate("B");
+	bo.on_elected = [&](std::int64_t t) { elected_term = t; };
+	fence::Election a("", name, 60s, Candidate("A"));
+	fence::Election b("", name, 60s, std::move(bo));
+	CHECK(a.name() == name);
+	CHECK(a.candidate() == "A");
+	CHECK_FALSE(a.is_leader());
+	CHECK(a.term() == 0);
+	CHECK(a.loss_token().stop_requested());
+
+	REQUIRE(a.campaign(0ms));
+	CHECK(a.is_leader());
+	CHECK(a.term() > 0);
+	CHECK(a.backend_pid() > 0);
+	CHECK_FALSE(a.loss_token().stop_requested());
+	CHECK(a.campaign(0ms)); /* already leader */
+	CHECK(LeaderRow(sql, name) == "A/" + std::to_string(a.term()));
+	auto cl = fence::current_leader("", name);
+	REQUIRE(cl.has_value());
+	CHECK(cl->candidate == "A");
+	CHECK(cl->term == a.term());
+	CHECK(cl->expires_at > cl->elected_at);
+
+	/* B cannot be elected while A leads, not even after a short wait. */
+	auto t0 = Clock::now();
+	CHECK_FALSE(b.campaign(0ms));
+	CHECK_FALSE(b.campaign(300ms));
+	CHECK(Clock::now() - t0 >= 300ms);
+	CHECK_FALSE(b.is_leader());
+
+	/* B waits in the server; A's resign elects it at once (A's TTL is a minute). */
+	std::atomic<bool> b_done{false};
+	bool              b_elected = false;
+	std::thread       t([&] {
+        b_elected = b.campaign(60s);
+        b_done = true;
+    });
+	std::this_thread::sleep_for(200ms);
+	CHECK_FALSE(b_done.load());
+	const std::int64_t a_term = a.term();
+	fence::LossToken   a_tok = a.loss_token();
+	t0 = Clock::now();
+	CHECK(a.resign());
+	CHECK(WaitFor([&] { return b_done.load(); }, 20s));
+	t.join();
+	CHECK(Clock::now() - t0 < 20s);
+	REQUIRE(b_elected);
+	CHECK(b.is_leader());
+	CHECK(b.term() > a_term);
+	CHECK(elected_term.load() == b.term());
+	CHECK_FALSE(a.is_leader());
+	CHECK_FALSE(a.lost());
+	CHECK(a.term() == a_term);
+	CHECK(a_tok.stop_requested());
+	CHECK_FALSE(a.resign()); /* not leader any more */
+	CHECK(LeaderRow(sql, name) == "B/" + std::to_string(b.term()));
+
+	/* A campaigns again after B resigns: a new, higher term. */
+	CHECK(b.resign());
+	REQUIRE(a.campaign(0ms));
+	CHECK(a.term() > b.term());
+}
+
+TEST_CASE("Election: the destructor resigns, so the waiting candidate is elected before the TTL",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string name = Unique("dtor");
+	pqxx::connection  sql("");
+	std::int64_t      a_term;
+	fence::Election   b("", name, 60s, Candidate("B"));
+	std::atomic<bool> b_done{false};
+	std::thread       t;
+	{
+		fence::Election a("", name, 60s, Candidate("A"));
+		REQUIRE(a.campaign(0ms));
+		a_term = a.term();
+		t = std::thread([&] {
+			b.campaign(60s);
+			b_done = true;
+		});
+		std::this_thread::sleep_for(200ms);
+		CHECK_FALSE(b_done.load());
+	}
+	CHECK(WaitFor([&] { return b_done.load(); }, 20s));
+	t.join();
+	REQUIRE(b.is_leader());
+	CHECK(b.term() > a_term);
+	CHECK(LeaderRow(sql, name) == "B/" + std::to_string(b.term()));
+}
+
+TEST_CASE("Election: a leader whose backend is terminated and that stops renewing loses "
+		  "past its TTL; the follower is elected with a higher term",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string                      name = Unique("loss");
+	pqxx::connection                       sql("");
+	fence_test::LossLog<fence::LossReason> log;
+	fence::ElectionOptions                 ao = Candidate("A");
+	ao.on_lost = log.callback();
+	ao.renew_interval = 10s; /* no renewal before the 800 ms TTL runs out */
+	fence::Election a("", name, 800ms, std::move(ao));
+	fence::Election b("", name, 10s, Candidate("B"));
+	REQUIRE(a.campaign(0ms));
+	const std::int64_t a_term = a.term();
+	fence::LossToken   tok = a.loss_token();
+	{
+		pqxx::nontransaction tx(sql);
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1)", a.backend_pid())[0].as<bool>());
+	}
+	/* B waits in the server and is elected once A's term expires. */
+	REQUIRE(b.campaign(20s));
+	CHECK(b.term() > a_term);
+	CHECK(WaitFor([&] { return log.count() == 1; }, 10s));
+	CHECK(a.lost());
+	CHECK_FALSE(a.is_leader());
+	CHECK(tok.stop_requested());
+	CHECK(a.term() == a_term);
+	CHECK_FALSE(a.resign());
+	CHECK(LeaderRow(sql, name) == "B/" + std::to_string(b.term()));
+	/* The deposed leader's write with its old term loses to the new leader's. */
+	{
+		pqxx::nontransaction tx(sql);
+		tx.exec("CREATE TABLE IF NOT EXISTS election_test_row (id int PRIMARY KEY, fence bigint "
+				"NOT NULL DEFAULT 0)");
+		tx.exec("INSERT INTO election_test_row VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET "
+				"fence = 0");
+		auto w = [&](std::int64_t term) {
+			return ExecParams1(tx,
+							   "SELECT fence.fenced_update('election_test_row', '{\"id\":1}', $1, "
+							   "'{}')",
+							   term)[0]
+				.as<bool>();
+		};
+		CHECK(w(b.term()));
+		CHECK_FALSE(w(a_term));
+	}
+}
+
+TEST_CASE("Election: observers see every new leader, a resign, and an expiry without a takeover",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string      name = Unique("observe");
+	const std::string      other_name = Unique("observe-other");
+	LeaderLog              seen;
+	fence::ElectionOptions oo = Candidate("observer");
+	oo.on_leader = seen.callback();
+	fence::Election observer("", name, 10s, std::move(oo));
+	CHECK(WaitFor([&] { return seen.last() == "none"; }, 10s));
+	CHECK_FALSE(observer.observed_leader().has_value());
+
+	fence::Election a("", name, 30s, Candidate("A"));
+	REQUIRE(a.campaign(0ms));
+	const std::string a_seen = "A/" + std::to_string(a.term());
+	CHECK(WaitFor([&] { return seen.last() == a_seen; }, 10s));
+	auto ol = observer.observed_leader();
+	REQUIRE(ol.has_value());
+	CHECK(ol->candidate == "A");
+	CHECK(ol->term == a.term());
+
+	/* Another name's changes are not this election's. */
+	fence::Election x("", other_name, 30s, Candidate("X"));
+	REQUIRE(x.campaign(0ms));
+	CHECK(x.resign());
+
+	CHECK(a.resign());
+	CHECK(WaitFor([&] { return seen.last() == "none"; }, 10s));
+
+	/* Q leads for a moment only: seen from the notifications, though gone before any read. */
+	std::string q_seen;
+	{
+		fence::Election q("", name, 30s, Candidate("Q"));
+		REQUIRE(q.campaign(0ms));
+		q_seen = "Q/" + std::to_string(q.term());
+		CHECK(q.resign());
+	}
+	CHECK(WaitFor([&] { return seen.all().size() == 5; }, 10s));
+
+	/* B stops renewing: its term expires with no takeover, hence no NOTIFY; still seen. */
+	fence::ElectionOptions bo = Candidate("B");
+	bo.renew_interval = 10s;
+	fence::Election b("", name, 700ms, std::move(bo));
+	REQUIRE(b.campaign(0ms));
+	const std::string b_seen = "B/" + std::to_string(b.term());
+	CHECK(WaitFor([&] { return seen.last() == b_seen; }, 10s));
+	CHECK(WaitFor([&] { return seen.last() == "none"; }, 10s));
+	CHECK(seen.all() ==
+		  std::vector<std::string>{"none", a_seen, "none", q_seen, "none", b_seen, "none"});
+
+	/* A standalone LeaderWatch reports the state at start. */
+	LeaderLog          w;
+	fence::LeaderWatch watch("", name, w.callback());
+	CHECK(WaitFor([&] { return watch.changes() == 1; }, 10s));
+	CHECK(w.all() == std::vector<std::string>{"none"});
+	CHECK_FALSE(watch.leader().has_value());
+}
+
+TEST_CASE("Election: bad arguments and connection failures are errors", "[client][election]")
+{
+	CHECK_THROWS_AS(fence::Election("", "", 10s), std::invalid_argument);
+	CHECK_THROWS_AS(fence::Election("", std::string(1025, 'x'), 10s), std::invalid_argument);
+	CHECK_THROWS_AS(fence::Election("", "n", 2ms), std::invalid_argument);
+	fence::ElectionOptions bad = Candidate(std::string("a\0b", 3));
+	CHECK_THROWS_AS(fence::Election("", "n", 10s, bad), std::invalid_argument);
+	fence::ElectionOptions margin;
+	margin.safety_margin = 10s;
+	CHECK_THROWS_AS(fence::Election("", "n", 10s, margin), std::invalid_argument);
+	fence::Election e("", "n", 10s);
+	CHECK_THROWS_AS(e.campaign(-1ms), std::invalid_argument);
+	CHECK_THROWS_AS(fence::current_leader("", ""), std::invalid_argument);
+	CHECK_THROWS_AS(fence::LeaderWatch("", "", nullptr), std::invalid_argument);
+
+	const std::string nowhere = "host=/nonexistent-pg-fence-socket-dir connect_timeout=2";
+	CHECK_THROWS_AS(fence::current_leader(nowhere, "n"), pqxx::broken_connection);
+	CHECK_THROWS_AS(fence::LeaderWatch(nowhere, "n", nullptr), pqxx::broken_connection);
+	fence::Election far(nowhere, "n", 10s);
+	CHECK_THROWS_AS(far.campaign(0ms), pqxx::broken_connection);
+	CHECK_FALSE(far.is_leader());
+}
+
+TEST_CASE("Election: the server's notification payloads are read back exactly, escapes included",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	/* A name and a candidate with a quote, a backslash, a tab and non-ASCII text. */
+	const std::string                           name = Unique("payload \"q\" \\ \t é ✓");
+	const std::string                           candidate = "cand \"x\"\\\n✓";
+	std::unique_ptr<PGconn, void (*)(PGconn *)> listener(PQconnectdb(""), PQfinish);
+	REQUIRE(PQstatus(listener.get()) == CONNECTION_OK);
+	PQclear(PQexec(listener.get(), "LISTEN pg_fence"));
+
+	fence::Election e("", name, 30s, Candidate(candidate));
+	REQUIRE(e.campaign(0ms));
+	const std::int64_t term = e.term();
+	CHECK(e.resign());
+
+	std::vector<fence::client_internal::NotifyPayload> got;
+	std::vector<std::string>                           raw;
+	WaitFor(
+		[&] {
+			PQconsumeInput(listener.get());
+			while (PGnotify *n = PQnotifies(listener.get()))
+			{
+				raw.emplace_back(n->extra);
+				if (auto p = fence::client_internal::ParseNotifyPayload(n->extra))
+					if (p->name == name)
+						got.push_back(*p);
+				PQfreemem(n);
+			}
+			return got.size() >= 2;
+		},
+		10s);
+	INFO("payloads: " << raw.size());
+	REQUIRE(got.size() == 2);
+	CHECK(got[0].kind == "leader");
+	CHECK(got[0].event == "acquired");
+	CHECK(got[0].token == term);
+	CHECK(got[0].holder == std::optional<std::string>(candidate));
+	CHECK_FALSE(got[0].name_truncated);
+	CHECK(got[0].at.has_value());
+	CHECK(got[0].expires_at.has_value());
+	CHECK(got[1].event == "resigned");
+	CHECK(got[1].token == term);
+	CHECK_FALSE(got[1].expires_at.has_value());
+
+	CHECK_FALSE(fence::client_internal::ParseNotifyPayload("not json").has_value());
+	CHECK_FALSE(fence::client_internal::ParseNotifyPayload("{\"name\":\"x\"}").has_value());
+	auto surrogate = fence::client_internal::ParseNotifyPayload(
+		"{\"name\":\"\\ud83d\\ude00\",\"kind\":\"leader\",\"event\":\"acquired\",\"token\":7}");
+	REQUIRE(surrogate.has_value());
+	CHECK(surrogate->name == "\xF0\x9F\x98\x80");
+	CHECK_FALSE(surrogate->holder.has_value());
+}
