@@ -15,6 +15,10 @@
 # make check-style  clang-format and "no std:: in server code outside the
 #                   boundary header" (scripts/check-style.sh; --fix formats)
 # make bench        the benchmarks (bench/README.md); writes bench/results.*
+# make chaos        the chaos test (test/chaos/chaos.sh): workers, a nemesis
+#                   (pauses, killed backends, restarts, failovers) and a
+#                   checker on a throwaway two-node cluster; DURATION=seconds
+#                   (default 60), WORKERS, REPLICATION=sync|async
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
@@ -60,7 +64,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test test-versions check-style bench
+.PHONY: deps demo test test-versions check-style bench chaos
 
 deps:
 	@bash scripts/install-deps.sh
@@ -77,6 +81,12 @@ demo: deps
 test: deps
 	$(MAKE) all
 	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/run-all.sh'
+
+# The chaos test on its own throwaway two-node cluster, under the install lock
+# like make test (test/chaos/chaos.sh; DURATION, WORKERS, REPLICATION).
+chaos: deps
+	$(MAKE) all chaos-tools
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) bash test/chaos/chaos.sh'
 
 # clang-format and the boundary rule (no std:: in server code outside it).
 check-style:
@@ -110,6 +120,7 @@ include $(PGXS)
 -include src/cli/cli.mk
 -include test/cpp/cpp.mk
 -include bench/bench.mk
+-include test/chaos/chaos.mk
 
 else
 all install installcheck:
