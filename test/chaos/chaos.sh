@@ -16,8 +16,9 @@
 #                 before a failover (default 1500; nemesis.sh)
 #   CHAOS_OUT     where the history, the server logs and timeline.svg go
 #                 (default test/chaos/out; emptied first)
-#   CHAOS_NEMESIS the fault cycle (default "pause kill restart pause kill
-#                 failover"), repeated until the end
+#   CHAOS_NEMESIS the cycle of faults (default "kill restart kill
+#                 failover"), repeated until the end; pauses run beside it
+#                 all the time
 #   FENCE_SERVER_BIN / PG_CONFIG  the server to run (as scripts/temp-cluster.sh)
 #   FENCE_FSYNC   fsync of the nodes (default off: an immediate stop loses
 #                 nothing the OS has)
@@ -38,7 +39,7 @@ REPLICATION=${REPLICATION:-sync}
 TTL_MS=${CHAOS_TTL_MS:-1000}
 LAG_MS=${CHAOS_LAG_MS:-1500}
 CHAOS_OUT=${CHAOS_OUT:-$PWD/test/chaos/out}
-NEMESIS=(${CHAOS_NEMESIS:-pause kill restart pause kill failover})
+NEMESIS=(${CHAOS_NEMESIS:-kill restart kill failover})
 FSYNC=${FENCE_FSYNC:-off}
 case $REPLICATION in sync | async) ;; *) echo "REPLICATION must be sync or async" >&2; exit 2 ;; esac
 [[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 10 ] || { echo "DURATION: seconds, at least 10" >&2; exit 2; }
@@ -72,12 +73,14 @@ mkdir -p "$CHAOS_OUT"
 PORTS=()
 WORKER_PIDS=()
 PRIMARY=0
+PAUSER=
 # shellcheck source=test/chaos/nemesis.sh
 . test/chaos/nemesis.sh
 
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	[ -n "$PAUSER" ] && kill "$PAUSER" 2>/dev/null
 	for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
 	for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 	for n in 0 1; do
@@ -111,7 +114,17 @@ for i in $(seq 0 $((WORKERS - 1))); do
 	WORKER_PIDS+=($!)
 done
 
-# The nemesis: the cycle of faults with a pause of 1-2.9 s between them,
+# Pauses run on their own, all the time: one worker holding a lease is
+# stopped at a time, 0.5-1.5 s after the last one woke up.
+(
+	while [ $(($(now_us) + 4000000)) -lt "$end_us" ]; do
+		sleep "$((RANDOM % 2)).$((5 + RANDOM % 5))"
+		nemesis_pause
+	done
+) &
+PAUSER=$!
+
+# The other faults: the cycle with a pause of 1-2.9 s between them,
 # none started in the last 4 s (8 s for a failover, which takes a few).
 step=0
 while :; do
@@ -123,6 +136,9 @@ while :; do
 	step=$((step + 1))
 	"nemesis_$fault" || echo "chaos: nemesis $fault failed" >&2
 done
+
+wait "$PAUSER" 2>/dev/null || true
+PAUSER=
 
 # The workers stop by themselves at the deadline; one stuck in a call for
 # 20 s more is killed (its call in flight stays unknown).
@@ -142,7 +158,7 @@ nq "$PRIMARY" -d chaos -F $'\t' -c 'SELECT * FROM chaos.audit_dump' >"$CHAOS_OUT
 nq "$PRIMARY" -d chaos -F $'\t' -c 'SELECT * FROM chaos.lease_audit_dump' >"$CHAOS_OUT/lease_audit.tsv"
 
 echo "chaos: $WORKERS workers, ${DURATION} s, $REPLICATION replication, lease TTL ${TTL_MS} ms; history in $CHAOS_OUT"
-faults=$(printf '%s\n' "${NEMESIS[@]}" | sort -u | paste -sd, -)
+faults=$(printf '%s\n' pause "${NEMESIS[@]}" | sort -u | paste -sd, -)
 check_args=(--dir "$CHAOS_OUT" --svg "$CHAOS_OUT/timeline.svg" --faults "$faults")
 [ "$REPLICATION" = async ] && check_args+=(--async)
 test/chaos/chaos_check "${check_args[@]}"

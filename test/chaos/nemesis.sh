@@ -131,7 +131,9 @@ random_worker() { echo $((RANDOM % ${#WORKER_PIDS[@]})); }
 # A worker holding a lease now, if any (its holder name is wN), else any.
 pause_target() {
 	local w
-	w=$(nq "$PRIMARY" -d chaos -c "SELECT substr(holder, 2) FROM fence.leases
+	# the pauser runs in a subshell: it finds the primary by itself
+	w=$(psql -X -q -At "host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} user=postgres
+		dbname=chaos target_session_attrs=read-write connect_timeout=2" -c "SELECT substr(holder, 2) FROM fence.leases
 		WHERE expires_at > clock_timestamp() ORDER BY random() LIMIT 1" 2>/dev/null || true)
 	if [[ $w =~ ^[0-9]+$ ]] && [ "$w" -lt "${#WORKER_PIDS[@]}" ]; then echo "$w"; else random_worker; fi
 }

@@ -14,8 +14,8 @@
  * resources of their own: lK, sK), then
  *   lease    lease_acquire (waiting up to the TTL in the server), read the
  *            lease's granted_at / expires_at in the granting transaction,
- *            then 1-4 times: sleep, write, lease_renew (stop if refused),
- *            then lease_release;
+ *            then 1-6 times: sleep, write, and after every second write
+ *            lease_renew (stop if refused), then lease_release;
  *   session  fence.lock (1 s), the same writes, fence.unlock;
  *   xact     BEGIN; fence.xact_lock; one write; COMMIT.
  * Locks and leases are taken on one connection and written with on
@@ -24,7 +24,7 @@
  * worker was stopped (SIGSTOP) leaves the worker a zombie that still
  * writes with its old token, and those writes must be rejected.  The
  * worker deliberately writes before it renews, so a resumed zombie's first
- * act is a stale write.
+ * acts are stale writes.
  *
  * A write presents the token one of four ways, chosen at random:
  *   guarded  BEGIN; SET LOCAL fence.token; UPDATE chaos.guarded ...; COMMIT
@@ -227,15 +227,21 @@ private:
 		WriteEvent(out_, e);
 	}
 
+	/*
+	 * 1-6 writes, 30-180 ms apart; a lease is renewed after every second
+	 * one (its TTL covers two such gaps several times over), so a worker
+	 * stopped past its TTL wakes up and makes one or two stale writes
+	 * before its renewal tells it the lease is gone.
+	 */
 	void
 	Writes(const std::string &res, int64_t token, bool lease)
 	{
-		int n = 1 + Pick(4);
+		int n = 1 + Pick(6);
 		for (int i = 0; i < n && NowMicros() < deadline_; i++)
 		{
 			Sleep(30 + Pick(150));
 			Write(res, token);
-			if (lease && !Renew(res, token))
+			if (lease && i % 2 == 1 && !Renew(res, token))
 				return;
 		}
 	}
