@@ -217,6 +217,11 @@ private:
 		else
 		{
 			Reply b = data_.Exec("BEGIN");
+			/* A connection that died meanwhile (a restart, a failover, a
+			 * terminated backend) is noticed here: connect again, as an
+			 * application's pool would, and go on with the same token. */
+			if (b.lost && data_.Ensure())
+				b = data_.Exec("BEGIN");
 			e.outcome = b.ok ? Body(data_, target, res, token, e.op) : "error";
 			if (e.outcome == "applied")
 				e.outcome = Commit(data_);
