@@ -117,6 +117,12 @@ InitBlock(SharedBlock *b, int capacity)
 		db->token_next = 0;
 		db->token_ceiling = 0;
 		db->token_ceiling_lsn = InvalidXLogRecPtr;
+		db->token_durable = 0;
+		db->token_epoch_seq = InvalidOid;
+		db->token_tli = 0;
+		db->token_epoch = -1;
+		db->token_floor = 0;
+		db->token_cap = 0;
 		for (int c = 0; c < (int) StatKind::kCount; c++)
 			pg_atomic_init_u64(&db->counters[c], 0);
 		pg_atomic_init_u64(&db->stats_reset, 0);

@@ -14,12 +14,13 @@
 
 #include "ext/commit.hpp"
 #include "ext/shmem.hpp"
+#include "ext/sync_wait.hpp"
+#include "ext/token_epoch.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "commands/sequence.h"
-#include "replication/syncrep.h"
 #include "utils/syscache.h"
 }
 
@@ -72,87 +73,72 @@ constexpr int64 kChunk = 4096;
 constexpr int64 kLowWater = kChunk / 2;
 
 /*
- * Flush the WAL up to the sequence page's LSN: the end of the last record
- * that logged the sequence, which covers every value nextval() has handed
- * out (up to last_value + log_cnt) and the last setval().  Returns that LSN
- * (InvalidXLogRecPtr for a sequence without WAL).  The caller has the
- * sequence locked (nextval and setval lock it until transaction end).
+ * Is the slot's counter started for this token sequence, epoch sequence
+ * and timeline?  Caller holds the slot's mutex.
  */
-XLogRecPtr
-FlushSequence(Oid seq)
+bool
+StartedFor(const DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
 {
-	Relation   rel = relation_open(seq, NoLock);
-	XLogRecPtr lsn = InvalidXLogRecPtr;
-
-	if (RelationNeedsWAL(rel))
-	{
-		Buffer buf = ReadBuffer(rel, 0);
-
-		lsn = BufferGetLSNAtomic(buf);
-		ReleaseBuffer(buf);
-		XLogFlush(lsn);
-	}
-	relation_close(rel, NoLock);
-	return lsn;
+	return slot->token_ready && slot->token_seq == seq && slot->token_epoch_seq == epoch_seq &&
+		   slot->token_tli == tli;
 }
 
 /*
- * Move the slot's ceiling to at least kChunk above what is handed out:
- * setval() as the sequence's owner (callers need no privilege on it), then
- * flush.  Caller holds the slot's LWLock (one mover at a time).
+ * Move the slot's ceiling to at least kChunk above what is handed out, but
+ * never past the epoch's cap: setval as the sequence's owner, then flush.
+ * Refuses (55000) a sequence altered or moved below what this server made
+ * durable.  Caller holds the slot's LWLock (one mover at a time).
  */
 void
 MoveCeiling(DbShared *slot, Oid seq)
 {
+	CheckTokenSequence(seq);
+
 	SpinLockAcquire(&slot->token_mutex);
-	int64 target = Max(slot->token_ceiling, slot->token_next) + kChunk;
+	int64 ceiling = slot->token_ceiling;
+	int64 target = Min(Max(ceiling, slot->token_next) + kChunk, slot->token_cap);
+	int64 durable = slot->token_durable;
 
 	SpinLockRelease(&slot->token_mutex);
+	if (target <= ceiling)
+		return; /* at the epoch's cap: DrawFromSlot raises when it is reached */
 
-	Oid       save_userid;
-	int       save_sec_context;
-	HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq));
+	int64 found = SequenceLastValue(seq);
 
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", seq);
-	Oid owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	if (found < durable)
+		RaiseSequenceLowered(found, durable);
 
-	ReleaseSysCache(tup);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-									  SECURITY_RESTRICTED_OPERATION);
-	/* an error restores the user at transaction abort */
-	DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq), Int64GetDatum(target - 1));
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-
-	XLogRecPtr lsn = FlushSequence(seq);
+	/* never lower it: an administrator may have set it higher */
+	XLogRecPtr lsn =
+		found >= target - 1 ? FlushSequence(seq) : SetSequenceDurably(seq, target - 1, true);
 
 	SpinLockAcquire(&slot->token_mutex);
 	slot->token_ceiling = target;
 	slot->token_ceiling_lsn = lsn;
+	slot->token_durable = Max(found, target - 1);
 	SpinLockRelease(&slot->token_mutex);
 }
 
 /*
- * Like a commit: a promoted synchronous standby must know the token's WAL
- * too.  SyncRepWaitForLSN() runs with interrupts held, as at commit (it
- * asserts so): it handles a cancel or termination itself, by ending the
- * wait with a WARNING.
+ * Start (or restart) the slot's counter above every durable value of seq,
+ * in this timeline's epoch (claimed first, token_epoch.hpp).
  */
 void
-WaitForSyncStandbys(XLogRecPtr lsn)
+StartCounter(DbShared *slot, Oid seq, Oid epoch_seq)
 {
-	HOLD_INTERRUPTS();
-	SyncRepWaitForLSN(lsn, false);
-	RESUME_INTERRUPTS();
-}
+	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
 
-/* Start (or restart) the slot's counter above every durable value of seq. */
-void
-StartCounter(DbShared *slot, Oid seq)
-{
+	CheckTokenSequence(seq);
+
 	int64      v = nextval_internal(seq, false);
 	XLogRecPtr lsn = FlushSequence(seq);
+
+	if (v >= range.cap)
+	{
+		/* handed out nothing: back to the cap, so the epoch's claim stays exact */
+		(void) SetSequenceDurably(seq, range.cap - 1, true);
+		RaiseEpochExhausted(range);
+	}
 
 	SpinLockAcquire(&slot->token_mutex);
 	/* never down: a replaced sequence may start lower than tokens handed out */
@@ -160,8 +146,15 @@ StartCounter(DbShared *slot, Oid seq)
 		slot->token_next = v;
 	/* v itself is durable; nothing above it is yet */
 	slot->token_ceiling = slot->token_next == v ? v + 1 : slot->token_next;
+	slot->token_ceiling = Min(slot->token_ceiling, range.cap);
 	slot->token_ceiling_lsn = lsn;
+	slot->token_durable = v;
 	slot->token_seq = seq;
+	slot->token_epoch_seq = epoch_seq;
+	slot->token_tli = range.tli;
+	slot->token_epoch = range.epoch;
+	slot->token_floor = range.floor;
+	slot->token_cap = range.cap;
 	slot->token_ready = true;
 	SpinLockRelease(&slot->token_mutex);
 }
@@ -169,29 +162,45 @@ StartCounter(DbShared *slot, Oid seq)
 /*
  * As the one mover of the slot's ceiling (waiting for its LWLock if wait,
  * else only if it is free at once): start the counter if it is not started
- * for seq, else move the ceiling if fewer than low_water tokens are left.
- * The sequence's lock (which setval takes) is taken first, where a wait is
- * interruptible and deadlock-checked, never while the LWLock is held.
+ * for seq on this timeline, else move the ceiling if fewer than low_water
+ * tokens are left.  The sequences' locks (which setval takes) are taken
+ * first, where a wait is interruptible and deadlock-checked, never while
+ * the LWLock is held; the epoch sequences' only when a start is due (a
+ * start found due only under the LWLock is left to the caller's next turn).
  */
 void
-AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
+AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64 low_water)
 {
 	LWLock *mover = &slot->token_mover;
 
+	SpinLockAcquire(&slot->token_mutex);
+	bool may_start = !StartedFor(slot, seq, epoch_seq, tli);
+
+	SpinLockRelease(&slot->token_mutex);
+
 	LockRelationOid(seq, RowExclusiveLock);
+	if (may_start)
+		LockEpochSequences(epoch_seq);
 	if (wait)
 		LWLockAcquire(mover, LW_EXCLUSIVE);
 	else if (!LWLockConditionalAcquire(mover, LW_EXCLUSIVE))
+	{
+		if (may_start)
+			UnlockEpochSequences(epoch_seq);
 		return;
+	}
 	PG_TRY();
 	{
 		SpinLockAcquire(&slot->token_mutex);
-		bool  started = slot->token_ready && slot->token_seq == seq;
+		bool  started = StartedFor(slot, seq, epoch_seq, tli);
 		int64 left = slot->token_ceiling - slot->token_next;
 
 		SpinLockRelease(&slot->token_mutex);
 		if (!started)
-			StartCounter(slot, seq);
+		{
+			if (may_start)
+				StartCounter(slot, seq, epoch_seq);
+		}
 		else if (left < low_water)
 			MoveCeiling(slot, seq);
 	}
@@ -202,24 +211,37 @@ AsMover(DbShared *slot, Oid seq, bool wait, int64 low_water)
 	}
 	PG_END_TRY();
 	LWLockRelease(mover);
+	if (may_start)
+		UnlockEpochSequences(epoch_seq);
 }
 
 /* Draw a token from the slot.  PostgreSQL-style: raises ERROR. */
 int64
-DrawFromSlot(DbShared *slot, Oid seq)
+DrawFromSlot(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
 {
 	for (;;)
 	{
 		int64      token = 0;
 		int64      left = 0;
+		bool       exhausted = false;
+		TokenEpoch range{};
 		XLogRecPtr lsn = InvalidXLogRecPtr;
 
 		SpinLockAcquire(&slot->token_mutex);
-		if (slot->token_ready && slot->token_seq == seq && slot->token_next < slot->token_ceiling)
+		if (StartedFor(slot, seq, epoch_seq, tli))
 		{
-			token = slot->token_next++;
-			left = slot->token_ceiling - slot->token_next;
-			lsn = slot->token_ceiling_lsn;
+			if (slot->token_next < slot->token_ceiling)
+			{
+				token = slot->token_next++;
+				left = slot->token_ceiling - slot->token_next;
+				lsn = slot->token_ceiling_lsn;
+			}
+			else if (slot->token_next >= slot->token_cap)
+			{
+				exhausted = true;
+				range = TokenEpoch{slot->token_tli, slot->token_epoch, slot->token_floor,
+								   slot->token_cap};
+			}
 		}
 		SpinLockRelease(&slot->token_mutex);
 
@@ -227,46 +249,70 @@ DrawFromSlot(DbShared *slot, Oid seq)
 		{
 			/* running low: move the ceiling now, unless someone else is */
 			if (left < kLowWater)
-				AsMover(slot, seq, false, kLowWater);
+				AsMover(slot, seq, epoch_seq, tli, false, kLowWater);
 			WaitForSyncStandbys(lsn);
 			return token;
 		}
+		if (exhausted)
+			RaiseEpochExhausted(range);
 
 		/* not started, sequence replaced, or ceiling reached: wait for the mover */
-		AsMover(slot, seq, true, 1);
+		AsMover(slot, seq, epoch_seq, tli, true, 1);
 	}
 }
 
 /*
- * The highest value the sequence seq has handed out or been set to, read
- * from its page: last_value, or one less while is_called is false (a fresh
- * sequence has handed out nothing).  The buffer's share lock is held only
- * while two fields are copied (nextval and setval change them under its
- * exclusive lock, for as long); AccessShareLock on the sequence conflicts
- * with none of the locks nextval or setval take.  No WAL, no round trip.
+ * Without the shared block: this backend's epoch, claimed once per
+ * timeline (and token sequence), and the last token it drew.
  */
-int64
-SequenceLastValue(Oid seq)
+struct BackendEpoch
 {
-	Relation rel = relation_open(seq, AccessShareLock);
-	Buffer   buf = ReadBuffer(rel, 0);
+	bool       valid = false;
+	Oid        seq = InvalidOid;
+	Oid        epoch_seq = InvalidOid;
+	TokenEpoch range{};
+	int64      last = 0; /* tokens drawn here are above it */
+};
 
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
+BackendEpoch mine;
 
-	Page   page = BufferGetPage(buf);
-	ItemId lp = PageGetItemId(page, FirstOffsetNumber);
+/* Draw a token with nextval().  PostgreSQL-style: raises ERROR. */
+int64
+DrawWithNextval(Oid seq, Oid epoch_seq, TimeLineID tli)
+{
+	if (!mine.valid || mine.seq != seq || mine.epoch_seq != epoch_seq || mine.range.tli != tli)
+	{
+		mine.valid = false;
+		LockRelationOid(seq, RowExclusiveLock);
+		LockEpochSequences(epoch_seq);
+		mine.range = ClaimTokenEpoch(seq, epoch_seq);
+		UnlockEpochSequences(epoch_seq);
+		mine.last = SequenceLastValue(seq);
+		mine.seq = seq;
+		mine.epoch_seq = epoch_seq;
+		mine.valid = true;
+	}
+	CheckTokenSequence(seq);
 
-	if (!ItemIdIsNormal(lp))
-		elog(ERROR, "sequence \"%s\" has no tuple on its page", RelationGetRelationName(rel));
+	/* The sequence's owner is the extension; callers need no USAGE on it. */
+	int64 token = nextval_internal(seq, false);
 
-	HeapTupleHeader       tup = (HeapTupleHeader) PageGetItem(page, lp);
-	Form_pg_sequence_data data = (Form_pg_sequence_data) ((char *) tup + tup->t_hoff);
-	int64                 last = data->last_value;
-	bool                  called = data->is_called;
+	if (token >= mine.range.cap)
+	{
+		/* handed out nothing: back to the cap, so the epoch's claim stays exact */
+		(void) SetSequenceDurably(seq, mine.range.cap - 1, true);
+		RaiseEpochExhausted(mine.range);
+	}
+	if (token <= mine.last)
+		RaiseSequenceLowered(token - 1, mine.last);
+	mine.last = token;
 
-	UnlockReleaseBuffer(buf);
-	relation_close(rel, AccessShareLock);
-	return called ? last : last - 1;
+	/*
+	 * Make the WAL record covering this value durable before anyone sees
+	 * the value; nearly free when it already is (31 calls in 32).
+	 */
+	WaitForSyncStandbys(FlushSequence(seq));
+	return token;
 }
 
 } /* namespace */
@@ -344,25 +390,15 @@ IssueToken()
 
 	Oid seq = TokenSequenceOid();
 
-	WalMark   before = WalMarkNow();
-	DbShared *slot = AttachShared() ? MyDbShared() : nullptr;
-	int64     token;
+	WalMark    before = WalMarkNow();
+	DbShared  *slot = AttachShared() ? MyDbShared() : nullptr;
+	Oid        epoch_seq = TokenEpochSequenceOid();
+	TimeLineID tli = GetWALInsertionTimeLine();
 
-	if (slot != nullptr)
-		token = DrawFromSlot(slot, seq);
-	else
-	{
-		/* The sequence's owner is the extension; callers need no USAGE on it. */
-		token = nextval_internal(seq, false);
+	RequireSyncCommitForTokens();
 
-		/*
-		 * Make the WAL record covering this value durable before anyone sees
-		 * the value; nearly free when it already is (31 calls in 32).
-		 */
-		XLogRecPtr lsn = FlushSequence(seq);
-
-		WaitForSyncStandbys(lsn);
-	}
+	int64 token = slot != nullptr ? DrawFromSlot(slot, seq, epoch_seq, tli)
+								  : DrawWithNextval(seq, epoch_seq, tli);
 
 	/*
 	 * The sequence's WAL is durable now, whatever becomes of the transaction

@@ -20,7 +20,10 @@
  *	 - named dynamic shared memory (GetNamedDSMSegment, dsm_registry.h) and
  *	   custom wait events (WaitEventExtensionNew) exist from 17 on;
  *	 - PG_MODULE_MAGIC_EXT (name and version in pg_get_loaded_modules())
- *	   exists from 18 on.
+ *	   exists from 18 on;
+ *	 - WalSndCtl's bool sync_standbys_defined became the flag word
+ *	   sync_standbys_status (SYNC_STANDBY_DEFINED) in the 2025 minor
+ *	   releases of 13-17 and in 18.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -39,6 +42,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
 #include "utils/wait_event.h"
+#include "replication/walsender_private.h"
 #if PG_VERSION_NUM >= 170000
 #include "storage/dsm_registry.h"
 #endif
@@ -175,6 +179,20 @@ EndCustomWait(uint32 event)
 		return;
 	pgstat_set_wait_event_storage(&MyProc->wait_event_info);
 	*static_cast<volatile uint32 *>(&MyProc->wait_event_info) = 0;
+#endif
+}
+
+/*
+ * Is a synchronous standby list in effect (as the checkpointer last loaded
+ * synchronous_standby_names)?  The caller holds SyncRepLock.
+ */
+inline bool
+SyncStandbysInEffect(const WalSndCtlData *ctl)
+{
+#ifdef SYNC_STANDBY_DEFINED
+	return (ctl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
+#else
+	return ctl->sync_standbys_defined;
 #endif
 }
 

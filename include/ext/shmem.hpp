@@ -65,6 +65,12 @@ struct DbShared
 	int64      token_next;        /* next token to hand out */
 	int64      token_ceiling;     /* tokens below it are durable */
 	XLogRecPtr token_ceiling_lsn; /* end of the WAL that made it durable */
+	int64      token_durable;     /* the value last made durable in token_seq */
+	Oid        token_epoch_seq;   /* fence.token_epoch at start, or InvalidOid */
+	TimeLineID token_tli;         /* the timeline the counter started on */
+	int64      token_epoch;       /* its epoch (-1: none, token_epoch.hpp) */
+	int64      token_floor;       /* epoch's range: [floor, cap) */
+	int64      token_cap;
 
 	/* counters of fence.stats() (stats.cpp) */
 	pg_atomic_uint64 counters[(int) StatKind::kCount];
