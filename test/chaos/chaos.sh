@@ -14,6 +14,8 @@
 #   CHAOS_TTL_MS  lease TTL of the workers (default 1000)
 #   CHAOS_LAG_MS  with async: how long the standby stops receiving WAL
 #                 before a failover (default 1500; nemesis.sh)
+#   CHAOS_BURST   with async: tokens one client takes at once during that
+#                 lag (default 5000, above the allocator's chunk of 4096)
 #   CHAOS_OUT     where the history, the server logs and timeline.svg go
 #                 (default test/chaos/out; emptied first)
 #   CHAOS_NEMESIS the cycle of faults (default "kill restart kill
@@ -38,6 +40,7 @@ WORKERS=${WORKERS:-4}
 REPLICATION=${REPLICATION:-sync}
 TTL_MS=${CHAOS_TTL_MS:-1000}
 LAG_MS=${CHAOS_LAG_MS:-1500}
+BURST=${CHAOS_BURST:-5000}
 CHAOS_OUT=${CHAOS_OUT:-$PWD/test/chaos/out}
 NEMESIS=(${CHAOS_NEMESIS:-kill restart kill failover})
 FSYNC=${FENCE_FSYNC:-off}

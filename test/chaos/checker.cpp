@@ -40,7 +40,7 @@ namespace {
 struct Counts
 {
 	std::map<std::string, size_t> grants, writes, nemesis;
-	size_t                        busy = 0;
+	size_t                        busy = 0, burst = 0;
 };
 
 Counts
@@ -49,7 +49,9 @@ Count(const Run &run)
 	Counts c;
 	for (auto &e : run.events)
 	{
-		if (e.type == "grant")
+		if (e.worker == "burst")
+			c.burst++;
+		else if (e.type == "grant")
 			c.grants[e.kind]++;
 		else if (e.type == "write")
 			c.writes[e.outcome]++;
@@ -84,19 +86,20 @@ CountsLine(const Counts &c)
 		   std::to_string(w("unknown")) + ", write errors " +
 		   std::to_string(w("error") + w("notoken")) + ", pauses " + std::to_string(n("pause")) +
 		   ", kills " + std::to_string(n("kill")) + ", restarts " + std::to_string(n("restart")) +
-		   ", failovers " + std::to_string(n("failover"));
+		   ", failovers " + std::to_string(n("failover")) +
+		   (c.burst ? ", burst tokens " + std::to_string(c.burst) : "");
 }
 
 Timeline
 BuildTimeline(const Run &run, const std::string &title)
 {
-	Timeline                       t;
-	std::set<std::string>          workers;
-	std::map<std::string, int64_t> last_seen; /* per worker: its last event */
-	int64_t                        end = 0;
+	Timeline              t;
+	std::set<std::string> workers;
+	int64_t               end = 0;
 	for (auto &e : run.events)
 	{
-		if (!e.worker.empty() && e.type != "kill" && e.type != "pause")
+		/* the burst's thousands of grants are in the counts, not drawn */
+		if (!e.worker.empty() && e.worker != "burst" && e.type != "kill" && e.type != "pause")
 			workers.insert(e.worker);
 		end = std::max(end, e.complete);
 	}
@@ -110,7 +113,7 @@ BuildTimeline(const Run &run, const std::string &title)
 	std::map<std::tuple<std::string, std::string, int64_t>, int64_t> open;
 	for (auto &e : run.events)
 	{
-		if (e.kind != "session" && e.kind != "xact")
+		if ((e.kind != "session" && e.kind != "xact") || e.worker == "burst")
 			continue;
 		auto key = std::make_tuple(e.worker, e.name, e.token);
 		if (e.type == "grant")

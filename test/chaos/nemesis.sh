@@ -18,7 +18,7 @@
 # Expects: PGBIN, AS_OWNER (command prefix running as the cluster's OS user,
 # or empty), CHAOS_TMP, CHAOS_OUT, PORTS (array of the two ports), PRIMARY
 # (index 0/1 of the primary), REPLICATION (sync|async), TTL_MS,
-# LAG_MS (async failovers), WORKER_PIDS (array), FSYNC.
+# LAG_MS and BURST (async failovers), WORKER_PIDS (array), FSYNC.
 
 now_us() { date +%s%6N; }
 
@@ -171,7 +171,10 @@ nemesis_restart() {
 # With asynchronous replication the standby lags first: its WAL receiver
 # is stopped for LAG_MS while the primary goes on granting, then killed
 # (what it had not received is lost, with whatever sat in its socket)
-# when the primary is stopped.  The promoted standby has not seen the
+# when the primary is stopped.  Meanwhile one client takes BURST xact
+# locks at once (chaos_worker --burst): more tokens than the allocator
+# reserves at a time, so the primary moves its durable ceiling while the
+# standby does not hear of it.  The promoted standby has not seen the
 # primary's last grants and writes: exactly what a lagging async standby
 # is after a real failover.
 nemesis_failover() {
@@ -180,6 +183,10 @@ nemesis_failover() {
 	if [ "$REPLICATION" = async ]; then
 		receiver=$(nq $((1 - old)) -d postgres -c 'SELECT pid FROM pg_stat_wal_receiver' 2>/dev/null || true)
 		[ -n "$receiver" ] && kill -STOP "$receiver" 2>/dev/null
+		# more tokens than a chunk of the allocator while the standby lags
+		test/chaos/chaos_worker --burst "$BURST" --out "$CHAOS_OUT/wburst.tsv" \
+			--conninfo "host=$CHAOS_TMP port=${PORTS[$old]} dbname=chaos user=postgres" ||
+			echo "chaos: the token burst failed" >&2
 		sleep "$(printf '%d.%03d' $((LAG_MS / 1000)) $((LAG_MS % 1000)))"
 	fi
 	node_ctl "$old" -m immediate -w stop >/dev/null

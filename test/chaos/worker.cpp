@@ -8,6 +8,7 @@
  *
  *	  chaos_worker --id N --conninfo STR --seconds S --out FILE
  *	               [--resources R] [--ttl-ms MS] [--seed X]
+ *	  chaos_worker --burst N --conninfo STR --out FILE   (see Burst)
  *
  * A round: pick a kind and a name: chaos/lK for a lease, chaos/sK for a
  * session or xact lock (leases have their own namespace, so they guard
@@ -66,7 +67,53 @@ struct Options
 	int         resources = 3;
 	int         ttl_ms = 1000;
 	unsigned    seed = 0;
+	int         burst = 0;
 };
+
+/*
+ * --burst N: one transaction that takes N xact locks (chaos/burst/1..N) in
+ * one statement and records every token it saw as a grant of worker
+ * "burst".  The nemesis runs it while an asynchronous standby lags before
+ * a failover: N above the token allocator's chunk (4096) makes the primary
+ * log a new ceiling the standby never receives, so a promoted server that
+ * only continued the token sequence would hand these tokens out again.
+ */
+int
+Burst(const Options &o, FILE *out)
+{
+	PGconn *c = PQconnectdb(o.conninfo.c_str());
+	if (PQstatus(c) != CONNECTION_OK)
+	{
+		PQfinish(c);
+		return 1;
+	}
+	Event e;
+	e.type = "grant";
+	e.kind = "xact";
+	e.worker = "burst";
+	e.invoke = NowMicros();
+	PQclear(PQexec(c, "BEGIN"));
+	std::string sql = "SELECT i, fence.try_xact_lock('chaos/burst/' || i) FROM "
+					  "pg_catalog.generate_series(1, " +
+					  std::to_string(o.burst) + ") AS i";
+	PGresult *res = PQexec(c, sql.c_str());
+	e.complete = NowMicros();
+	int rc = 1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+	{
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			e.name = std::string("chaos/burst/") + PQgetvalue(res, i, 0);
+			e.token = std::stoll(PQgetvalue(res, i, 1));
+			WriteEvent(out, e);
+		}
+		rc = 0;
+	}
+	PQclear(res);
+	PQclear(PQexec(c, "COMMIT"));
+	PQfinish(c);
+	return rc;
+}
 
 const char *const kTargets[] = {"guarded", "fu", "ledger", "advance"};
 
@@ -423,8 +470,9 @@ private:
 int
 Usage()
 {
-	std::fprintf(stderr, "usage: chaos_worker --id N --conninfo STR --seconds S --out FILE "
-						 "[--resources R] [--ttl-ms MS] [--seed X]\n");
+	std::fprintf(
+		stderr, "usage: chaos_worker --id N --conninfo STR --seconds S --out FILE "
+				"[--resources R] [--ttl-ms MS] [--seed X] | --burst N --conninfo STR --out FILE\n");
 	return 2;
 }
 
@@ -450,6 +498,8 @@ main(int argc, char **argv)
 			o.resources = std::atoi(v.c_str());
 		else if (k == "--ttl-ms")
 			o.ttl_ms = std::atoi(v.c_str());
+		else if (k == "--burst")
+			o.burst = std::atoi(v.c_str());
 		else if (k == "--seed")
 			o.seed = static_cast<unsigned>(std::strtoul(v.c_str(), nullptr, 10));
 		else
@@ -463,7 +513,11 @@ main(int argc, char **argv)
 		std::perror(o.out.c_str());
 		return 1;
 	}
-	chaos::Worker(o, out).Run();
+	int rc = 0;
+	if (o.burst > 0)
+		rc = chaos::Burst(o, out);
+	else
+		chaos::Worker(o, out).Run();
 	std::fclose(out);
-	return 0;
+	return rc;
 }
