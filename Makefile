@@ -18,7 +18,8 @@
 # make chaos        the chaos test (test/chaos/chaos.sh): workers, a nemesis
 #                   (pauses, killed backends, restarts, failovers) and a
 #                   checker on a throwaway two-node cluster; DURATION=seconds
-#                   (default 60), WORKERS, REPLICATION=sync|async
+#                   (default 60), WORKERS, REPLICATION=sync|async; PATRONI=1
+#                   runs it against a Patroni-managed pair (patroni.sh)
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
@@ -83,10 +84,12 @@ test: deps
 	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/run-all.sh'
 
 # The chaos test on its own throwaway two-node cluster, under the install lock
-# like make test (test/chaos/chaos.sh; DURATION, WORKERS, REPLICATION).
-chaos: deps
+# like make test (test/chaos/chaos.sh; DURATION, WORKERS, REPLICATION;
+# PATRONI=1: two nodes managed by Patroni with a throwaway etcd).
+chaos:
+	@bash scripts/install-deps.sh $(if $(PATRONI),--patroni)
 	$(MAKE) all chaos-tools
-	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) bash test/chaos/chaos.sh'
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) PATRONI=$(PATRONI) bash test/chaos/chaos.sh'
 
 # clang-format and the boundary rule (no std:: in server code outside it).
 check-style:

@@ -22,6 +22,9 @@
 #                 failover"), repeated until the end; pauses run beside it
 #                 all the time
 #   FENCE_SERVER_BIN / PG_CONFIG  the server to run (as scripts/temp-cluster.sh)
+#   PATRONI       1: the nodes are run by Patroni with a throwaway etcd
+#                 (test/chaos/patroni.sh; asynchronous replication), the
+#                 cycle is "kill failover kill switchover"
 #   FENCE_FSYNC   fsync of the nodes (default off: an immediate stop loses
 #                 nothing the OS has)
 #
@@ -42,7 +45,14 @@ TTL_MS=${CHAOS_TTL_MS:-1000}
 LAG_MS=${CHAOS_LAG_MS:-1500}
 BURST=${CHAOS_BURST:-5000}
 CHAOS_OUT=${CHAOS_OUT:-$PWD/test/chaos/out}
-NEMESIS=(${CHAOS_NEMESIS:-kill restart kill failover})
+PATRONI=${PATRONI:-}
+[ "$PATRONI" = 0 ] && PATRONI=
+if [ -n "$PATRONI" ]; then
+	REPLICATION=async # Patroni's default; its synchronous_mode is not used here
+	NEMESIS=(${CHAOS_NEMESIS:-kill failover kill switchover})
+else
+	NEMESIS=(${CHAOS_NEMESIS:-kill restart kill failover})
+fi
 FSYNC=${FENCE_FSYNC:-off}
 case $REPLICATION in sync | async) ;; *) echo "REPLICATION must be sync or async" >&2; exit 2 ;; esac
 [[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 10 ] || { echo "DURATION: seconds, at least 10" >&2; exit 2; }
@@ -79,11 +89,14 @@ PRIMARY=0
 PAUSER=
 # shellcheck source=test/chaos/nemesis.sh
 . test/chaos/nemesis.sh
+# shellcheck source=test/chaos/patroni.sh
+[ -n "$PATRONI" ] && . test/chaos/patroni.sh
 
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	[ -n "$PAUSER" ] && kill "$PAUSER" 2>/dev/null
+	[ -n "$PATRONI" ] && patroni_stop
 	for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
 	for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 	for n in 0 1; do
@@ -99,14 +112,20 @@ trap 'exit 143' TERM
 
 PORTS[0]=$(free_port)
 PORTS[1]=$(free_port)
-init_primary 0
-nq 0 -d postgres -c 'CREATE DATABASE chaos'
-nq 0 -d chaos -f test/chaos/schema.sql >/dev/null
+if [ -n "$PATRONI" ]; then
+	patroni_start
+else
+	init_primary 0
+fi
+nq "$PRIMARY" -d postgres -c 'CREATE DATABASE chaos'
+nq "$PRIMARY" -d chaos -f test/chaos/schema.sql >/dev/null
 # The rows of resources l0..l2 (guarded by leases) and s0..s2 (session and xact locks).
-nq 0 -d chaos -c "INSERT INTO chaos.guarded (id) SELECT k || i FROM generate_series(0, 2) i, unnest('{l,s}'::text[]) k" \
+nq "$PRIMARY" -d chaos -c "INSERT INTO chaos.guarded (id) SELECT k || i FROM generate_series(0, 2) i, unnest('{l,s}'::text[]) k" \
 	-c "INSERT INTO chaos.fu (id) SELECT k || i FROM generate_series(0, 2) i, unnest('{l,s}'::text[]) k"
-make_standby 1
-sync_primary
+if [ -z "$PATRONI" ]; then
+	make_standby 1
+	sync_primary
+fi
 
 start_us=$(now_us)
 end_us=$((start_us + DURATION * 1000000))
@@ -154,13 +173,13 @@ for _ in $(seq 1 $((DURATION * 10 + 200))); do
 	sleep 0.1
 done
 for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-wait 2>/dev/null || true
+wait "${WORKER_PIDS[@]}" 2>/dev/null || true # not Patroni and etcd, also our children
 
 # The truth about the writes and leases: the final primary's audit.
-nq "$PRIMARY" -d chaos -F $'\t' -c 'SELECT * FROM chaos.audit_dump' >"$CHAOS_OUT/audit.tsv"
-nq "$PRIMARY" -d chaos -F $'\t' -c 'SELECT * FROM chaos.lease_audit_dump' >"$CHAOS_OUT/lease_audit.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.audit_dump' >"$CHAOS_OUT/audit.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.lease_audit_dump' >"$CHAOS_OUT/lease_audit.tsv"
 
-echo "chaos: $WORKERS workers, ${DURATION} s, $REPLICATION replication, lease TTL ${TTL_MS} ms; history in $CHAOS_OUT"
+echo "chaos: $WORKERS workers, ${DURATION} s, $REPLICATION replication${PATRONI:+ (Patroni)}, lease TTL ${TTL_MS} ms; history in $CHAOS_OUT"
 faults=$(printf '%s\n' pause "${NEMESIS[@]}" | sort -u | paste -sd, -)
 check_args=(--dir "$CHAOS_OUT" --svg "$CHAOS_OUT/timeline.svg" --faults "$faults")
 [ "$REPLICATION" = async ] && check_args+=(--async)

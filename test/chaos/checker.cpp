@@ -58,7 +58,7 @@ Count(const Run &run)
 		else if (e.type == "busy")
 			c.busy++;
 		else if (e.type == "pause" || e.type == "kill" || e.type == "restart" ||
-				 e.type == "failover")
+				 e.type == "failover" || e.type == "switchover")
 			c.nemesis[e.type]++;
 	}
 	return c;
@@ -87,6 +87,7 @@ CountsLine(const Counts &c)
 		   std::to_string(w("error") + w("notoken")) + ", pauses " + std::to_string(n("pause")) +
 		   ", kills " + std::to_string(n("kill")) + ", restarts " + std::to_string(n("restart")) +
 		   ", failovers " + std::to_string(n("failover")) +
+		   (n("switchover") ? ", switchovers " + std::to_string(n("switchover")) : "") +
 		   (c.burst ? ", burst tokens " + std::to_string(c.burst) : "");
 }
 
@@ -135,9 +136,9 @@ BuildTimeline(const Run &run, const std::string &title)
 			t.marks.push_back({e.worker, "kill", e.invoke});
 		else if (e.type == "pause")
 			t.pauses.push_back({e.worker, e.invoke, e.complete});
-		else if (e.type == "restart" || e.type == "failover")
+		else if (e.type == "restart" || e.type == "failover" || e.type == "switchover")
 			t.lines.push_back(
-				{e.type == "failover" ? "failover to " + e.name : "restart", e.invoke, e.complete});
+				{e.type == "restart" ? "restart" : e.type + " to " + e.name, e.invoke, e.complete});
 	}
 	t.title = title;
 	return t;

@@ -29,6 +29,11 @@ event() {
 }
 
 node_dir() { echo "$CHAOS_TMP/n$1"; }
+# rwq ARGS...: psql on whichever node takes writes now (database chaos).
+rwq() {
+	psql -X -q -At -v ON_ERROR_STOP=1 "host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} user=postgres
+		dbname=chaos target_session_attrs=read-write connect_timeout=5" "$@"
+}
 node_ctl() {
 	local n=$1
 	shift
@@ -132,8 +137,7 @@ random_worker() { echo $((RANDOM % ${#WORKER_PIDS[@]})); }
 pause_target() {
 	local w
 	# the pauser runs in a subshell: it finds the primary by itself
-	w=$(psql -X -q -At "host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} user=postgres
-		dbname=chaos target_session_attrs=read-write connect_timeout=2" -c "SELECT substr(holder, 2) FROM fence.leases
+	w=$(rwq -c "SELECT substr(holder, 2) FROM fence.leases
 		WHERE expires_at > clock_timestamp() ORDER BY random() LIMIT 1" 2>/dev/null || true)
 	if [[ $w =~ ^[0-9]+$ ]] && [ "$w" -lt "${#WORKER_PIDS[@]}" ]; then echo "$w"; else random_worker; fi
 }
@@ -152,10 +156,10 @@ nemesis_pause() {
 nemesis_kill() {
 	local t0 row
 	t0=$(now_us)
-	row=$(nq "$PRIMARY" -d postgres -F ' ' -c "SELECT pid, substr(application_name, 7) FROM pg_stat_activity
+	row=$(rwq -F ' ' -c "SELECT pid, substr(application_name, 7) FROM pg_stat_activity
 		WHERE application_name LIKE 'chaos-w%' ORDER BY random() LIMIT 1" 2>/dev/null) || return 0
 	[ -n "$row" ] || return 0
-	nq "$PRIMARY" -d postgres -c "SELECT pg_terminate_backend(${row% *})" >/dev/null 2>&1 || return 0
+	rwq -c "SELECT pg_terminate_backend(${row% *})" >/dev/null 2>&1 || return 0
 	event kill - "${row% *}" "${row#* }" "$t0" "$(now_us)"
 }
 

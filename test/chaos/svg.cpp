@@ -162,7 +162,7 @@ WriteSvg(const std::string &path, const Timeline &t)
 	/* Restarts and failovers across every lane. */
 	for (auto &l : t.lines)
 	{
-		bool        fo = l.label.rfind("failover", 0) == 0;
+		bool        fo = l.label.rfind("restart", 0) != 0; /* failover, switchover */
 		const char *color = fo ? "#9467bd" : "#1f77b4";
 		s << "<rect x=\"" << X(l.start) << "\" y=\"" << kTop << "\" width=\""
 		  << std::max(1.0, X(l.end) - X(l.start)) << "\" height=\"" << lanes_h << "\" fill=\""
@@ -195,7 +195,7 @@ WriteSvg(const std::string &path, const Timeline &t)
 		"stroke-dasharray=\"4,2\"/>",
 		"restart");
 	key("<line x1=\"7\" y1=\"-7\" x2=\"7\" y2=\"5\" stroke=\"#9467bd\" stroke-width=\"2\"/>",
-		"failover");
+		"failover / switchover");
 	s << "</svg>\n";
 
 	std::ofstream out(path);
