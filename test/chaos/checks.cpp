@@ -11,6 +11,10 @@
  *                         completed and every lease grant the final
  *                         primary's audit holds (grants no client saw and
  *                         no surviving server recorded do not count)
+ *   tokens increase       a grant asked for after another grant completed
+ *                         has a larger token, across restarts and
+ *                         failovers (a promoted server's epoch beats the
+ *                         timeline it left, even a lagging async standby)
  *   fences increase       per row (guarded, fu) the audit trail is a chain
  *                         (each write replaced the fence the previous
  *                         applied write left) and the fence never went
@@ -299,6 +303,46 @@ CheckLeasesExclusive(const Run &run)
 	return r;
 }
 
+/*
+ * Every grant beats every grant that completed before it was asked for:
+ * one counter per database, and after a failover a new epoch above the
+ * timeline it left (SPEC guarantees 2 and 3).  Over every grant a client
+ * saw, in real time (client clock: invoke and complete bracket the
+ * server's draw).
+ */
+CheckResult
+CheckTokensIncrease(const Run &run)
+{
+	CheckResult r;
+	r.name = "tokens beat every earlier grant";
+	std::vector<const Event *> by_invoke, by_complete;
+	for (auto &e : run.events)
+		if (e.type == "grant" && e.token > 0)
+		{
+			by_invoke.push_back(&e);
+			by_complete.push_back(&e);
+		}
+	std::sort(by_invoke.begin(), by_invoke.end(),
+			  [](const Event *a, const Event *b) { return a->invoke < b->invoke; });
+	std::sort(by_complete.begin(), by_complete.end(),
+			  [](const Event *a, const Event *b) { return a->complete < b->complete; });
+	const Event *best = nullptr; /* the highest token completed so far */
+	size_t       j = 0;
+	for (const Event *g : by_invoke)
+	{
+		for (; j < by_complete.size() && by_complete[j]->complete < g->invoke; j++)
+			if (!best || by_complete[j]->token > best->token)
+				best = by_complete[j];
+		if (best && g->token <= best->token)
+			Problem(r, g->kind + " " + g->name + " to " + g->worker + " asked at " + Ms(g->invoke) +
+						   " got token " + std::to_string(g->token) + ", not above token " +
+						   std::to_string(best->token) + " (" + best->kind + " " + best->name +
+						   " to " + best->worker + ", granted at " + Ms(best->complete) + ")");
+	}
+	r.summary = std::to_string(by_invoke.size()) + " grants in real-time order";
+	return r;
+}
+
 } // namespace
 
 std::vector<Holding>
@@ -365,8 +409,9 @@ LeaseHoldings(const Run &run, bool with_client_view)
 std::vector<CheckResult>
 CheckAll(const Run &run)
 {
-	return {CheckRecorded(run),       CheckTokensUnique(run), CheckFencesIncrease(run),
-			CheckNoStaleApplied(run), CheckAckedDurable(run), CheckLeasesExclusive(run)};
+	return {CheckRecorded(run),       CheckTokensUnique(run),   CheckTokensIncrease(run),
+			CheckFencesIncrease(run), CheckNoStaleApplied(run), CheckAckedDurable(run),
+			CheckLeasesExclusive(run)};
 }
 
 } // namespace chaos
