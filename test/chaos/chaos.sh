@@ -127,10 +127,15 @@ if [ -z "$PATRONI" ]; then
 	sync_primary
 fi
 
+# The run lasts DURATION seconds and at least until every fault of the
+# cycle happened once (a loaded machine makes failovers slow), but never
+# more than three times DURATION: then the workers are told to stop.
 start_us=$(now_us)
 end_us=$((start_us + DURATION * 1000000))
+HARD_SECONDS=$((DURATION * 3 + 30))
+hard_end_us=$((start_us + DURATION * 3000000))
 for i in $(seq 0 $((WORKERS - 1))); do
-	test/chaos/chaos_worker --id "$i" --seconds "$DURATION" --out "$CHAOS_OUT/w$i.tsv" \
+	test/chaos/chaos_worker --id "$i" --seconds "$HARD_SECONDS" --out "$CHAOS_OUT/w$i.tsv" \
 		--resources 3 --ttl-ms "$TTL_MS" \
 		--conninfo "host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} dbname=chaos user=postgres target_session_attrs=read-write connect_timeout=2 application_name=chaos-w$i" &
 	WORKER_PIDS+=($!)
@@ -154,7 +159,10 @@ while :; do
 	fault=${NEMESIS[$((step % ${#NEMESIS[@]}))]}
 	margin=4000000
 	[ "$fault" = failover ] && margin=8000000
-	[ $(($(now_us) + margin)) -lt "$end_us" ] || break
+	if [ $(($(now_us) + margin)) -ge "$end_us" ]; then
+		[ "$step" -ge "${#NEMESIS[@]}" ] && break
+		[ "$(now_us)" -ge "$hard_end_us" ] && break
+	fi
 	step=$((step + 1))
 	"nemesis_$fault" || echo "chaos: nemesis $fault failed" >&2
 done
@@ -162,9 +170,11 @@ done
 wait "$PAUSER" 2>/dev/null || true
 PAUSER=
 
-# The workers stop by themselves at the deadline; one stuck in a call for
-# 20 s more is killed (its call in flight stays unknown).
-for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
+# The workers stop when told to (after the call in flight); one stuck in a
+# call for 20 s more is killed (its call in flight stays unknown).
+while [ "$(now_us)" -lt "$end_us" ]; do sleep 0.2; done
+end_us=$(now_us)
+for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null || true; done
 for _ in $(seq 1 $((DURATION * 10 + 200))); do
 	alive=0
 	for pid in "${WORKER_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done

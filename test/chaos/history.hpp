@@ -29,7 +29,14 @@
  *   kill     nemesis: pg_terminate_backend of a worker's backend (name: pid)
  *   restart  nemesis: primary stopped immediately and started again
  *   failover nemesis: primary stopped immediately, standby promoted (name:
- *            the new primary's port)
+ *            the new primary's port); under Patroni, the primary killed
+ *            until a replica takes writes
+ *   switchover nemesis (Patroni): patronictl switchover, until the new
+ *            primary takes writes
+ *
+ * Worker "burst" (chaos_worker --burst) records thousands of xact grants
+ * taken in one statement while an async standby lags: counted and checked,
+ * not drawn.
  *
  * Times are microseconds since 1970 on the machine's clock, which is also
  * the server's (loopback only: one machine).  invoke is taken before the

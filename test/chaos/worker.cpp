@@ -36,8 +36,9 @@
  * Each carries a unique op id, which the server-side audit (schema.sql)
  * records when the write commits.
  *
- * Bounded: every loop ends at the deadline; the orchestrator (chaos.sh)
- * kills a worker that is still stuck in a call some seconds after it.
+ * Bounded: every loop ends at the deadline (--seconds) or at SIGTERM,
+ * whichever comes first, after the call in flight; the orchestrator
+ * (chaos.sh) kills a worker that is still stuck in a call 20 s later.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -49,6 +50,7 @@
 #include "history.hpp"
 #include "pq.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +59,15 @@
 
 namespace chaos {
 namespace {
+
+/* SIGTERM from the orchestrator: finish the call in flight and stop. */
+volatile std::sig_atomic_t g_stop = 0;
+
+extern "C" void
+OnTerm(int)
+{
+	g_stop = 1;
+}
 
 struct Options
 {
@@ -131,7 +142,7 @@ public:
 	void
 	Run()
 	{
-		while (NowMicros() < deadline_)
+		while (Running())
 		{
 			if (!lock_.Ensure() || !data_.Ensure())
 			{
@@ -157,13 +168,19 @@ private:
 		return std::uniform_int_distribution<int>(0, n - 1)(rng_);
 	}
 
+	bool
+	Running() const
+	{
+		return !g_stop && NowMicros() < deadline_;
+	}
+
+	/* Sleeps ms, in steps of 10 ms so that a stop is seen at once. */
 	void
 	Sleep(int ms)
 	{
-		int64_t left = (deadline_ - NowMicros()) / 1000;
-		if (left <= 0)
-			return;
-		std::this_thread::sleep_for(std::chrono::milliseconds(ms < left ? ms : left));
+		int64_t until = NowMicros() + ms * int64_t(1000);
+		while (Running() && NowMicros() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
 	}
 
 	Event
@@ -289,7 +306,7 @@ private:
 	Writes(const std::string &res, int64_t token, bool lease)
 	{
 		int n = 1 + Pick(6);
-		for (int i = 0; i < n && NowMicros() < deadline_; i++)
+		for (int i = 0; i < n && Running(); i++)
 		{
 			Sleep(30 + Pick(150));
 			Write(res, token);
@@ -513,6 +530,7 @@ main(int argc, char **argv)
 		std::perror(o.out.c_str());
 		return 1;
 	}
+	std::signal(SIGTERM, chaos::OnTerm);
 	int rc = 0;
 	if (o.burst > 0)
 		rc = chaos::Burst(o, out);
