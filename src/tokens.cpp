@@ -18,10 +18,7 @@
 #include "ext/token_epoch.hpp"
 
 extern "C" {
-#include "access/htup_details.h"
-#include "catalog/pg_class.h"
 #include "commands/sequence.h"
-#include "utils/syscache.h"
 }
 
 namespace fence {
@@ -58,8 +55,14 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  *	   so the others keep drawing meanwhile and nobody waits for a flush in
  *	   the steady state;
  *	 - the counter is started from nextval() (above every durable value) the
- *	   first time a database draws a token after the server starts, or after
- *	   the sequence was replaced (DROP/CREATE EXTENSION), never going down.
+ *	   first time a database draws a token after the server starts (or is
+ *	   promoted), or after the sequence was replaced (DROP/CREATE
+ *	   EXTENSION), never going down; before that, this timeline's epoch is
+ *	   claimed and the sequence lifted to its floor (token_epoch.hpp), and
+ *	   the ceiling never passes the epoch's cap;
+ *	 - a ceiling move refuses (55000) a sequence found below the value this
+ *	   server last made durable (an administrator's setval lower or
+ *	   RESTART), and every start and move checks the sequence's settings.
  *
  * Tokens strictly increase in the order they are drawn, across sessions
  * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
@@ -126,10 +129,9 @@ MoveCeiling(DbShared *slot, Oid seq)
 void
 StartCounter(DbShared *slot, Oid seq, Oid epoch_seq)
 {
-	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
-
 	CheckTokenSequence(seq);
 
+	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
 	int64      v = nextval_internal(seq, false);
 	XLogRecPtr lsn = FlushSequence(seq);
 
@@ -189,27 +191,25 @@ AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64
 			UnlockEpochSequences(epoch_seq);
 		return;
 	}
-	PG_TRY();
-	{
-		SpinLockAcquire(&slot->token_mutex);
-		bool  started = StartedFor(slot, seq, epoch_seq, tli);
-		int64 left = slot->token_ceiling - slot->token_next;
 
-		SpinLockRelease(&slot->token_mutex);
-		if (!started)
-		{
-			if (may_start)
-				StartCounter(slot, seq, epoch_seq);
-		}
-		else if (left < low_water)
-			MoveCeiling(slot, seq);
-	}
-	PG_CATCH();
+	/*
+	 * An error below leaves the LWLock to the (sub)transaction's abort,
+	 * which releases every LWLock (LWLockReleaseAll), as PostgreSQL's own
+	 * code does: by the time a PG_CATCH block runs, errfinish has reset
+	 * InterruptHoldoffCount, and releasing it there trips an assertion.
+	 */
+	SpinLockAcquire(&slot->token_mutex);
+	bool  started = StartedFor(slot, seq, epoch_seq, tli);
+	int64 left = slot->token_ceiling - slot->token_next;
+
+	SpinLockRelease(&slot->token_mutex);
+	if (!started)
 	{
-		LWLockRelease(mover);
-		PG_RE_THROW();
+		if (may_start)
+			StartCounter(slot, seq, epoch_seq);
 	}
-	PG_END_TRY();
+	else if (left < low_water)
+		MoveCeiling(slot, seq);
 	LWLockRelease(mover);
 	if (may_start)
 		UnlockEpochSequences(epoch_seq);
@@ -283,6 +283,7 @@ DrawWithNextval(Oid seq, Oid epoch_seq, TimeLineID tli)
 	if (!mine.valid || mine.seq != seq || mine.epoch_seq != epoch_seq || mine.range.tli != tli)
 	{
 		mine.valid = false;
+		CheckTokenSequence(seq);
 		LockRelationOid(seq, RowExclusiveLock);
 		LockEpochSequences(epoch_seq);
 		mine.range = ClaimTokenEpoch(seq, epoch_seq);

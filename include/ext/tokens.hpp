@@ -45,7 +45,17 @@ namespace fence {
  * nothing but draw tokens commits without a flush of its commit record
  * (AllowAsyncCommitSince, commit.hpp).
  *
- * Raises 25006 in recovery; 55000 if pg_fence is not installed.
+ * Across failover (SPEC guarantee 3): every token lies in the epoch of the
+ * server's current timeline, [E << 40, (E + 1) << 40), claimed durably when
+ * the counter starts (token_epoch.hpp has the arithmetic), so a promoted
+ * standby's tokens beat every token of the timeline it left, whatever WAL
+ * it received.  With synchronous standbys, the token is returned only once
+ * they confirmed its WAL (sync_wait.hpp).
+ *
+ * Raises 25006 in recovery; 55000 if pg_fence is not installed, if
+ * fence.token_seq was altered or moved backwards, or for synchronous_commit
+ * local/off with synchronous standbys; 57014 when the wait for them was
+ * cut short; 2200H when this timeline's tokens are exhausted.
  */
 int64 IssueToken();
 
@@ -58,7 +68,10 @@ int64 IssueToken();
  *	 - With the shared block and the counter started for fence.token_seq in
  *	   this server's life: token_next - 1, the last token handed out (tokens
  *	   of earlier lives are at most the sequence's durable value, and the
- *	   counter started above that).  Read under the counter's spinlock.
+ *	   counter started above that, after lifting the sequence to its
+ *	   epoch's floor: the tokens skipped by that jump are never issued, so
+ *	   accepting them fences nobody out).  Read under the counter's
+ *	   spinlock.
  *	 - Otherwise (15/16 without the preload; a database beyond the shared
  *	   block's slots; or no token drawn yet since the server started): the
  *	   sequence's last_value, read from its page.  Without the counter it is
