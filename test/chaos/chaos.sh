@@ -125,6 +125,8 @@ nq "$PRIMARY" -d chaos -c "INSERT INTO chaos.guarded (id) SELECT k || i FROM gen
 if [ -z "$PATRONI" ]; then
 	make_standby 1
 	sync_primary
+else
+	wait_replica # the replica has the schema before anything can fail over
 fi
 
 # The run lasts DURATION seconds and at least until every fault of the

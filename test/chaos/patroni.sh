@@ -110,14 +110,23 @@ wait_primary() {
 	return 1
 }
 
-# wait_replica: the primary streams to the other node (60 s at most).
+# wait_replica: the other node's walreceiver streams from the primary
+# (pg_basebackup's own walsender does not count) and has replayed what the
+# primary had written when it started streaming (60 s at most).  An
+# asynchronous replica promoted before that would lose the setup itself.
 wait_replica() {
+	local other=$((1 - PRIMARY)) lsn= streaming="application_name = 'n$((1 - PRIMARY))' AND state = 'streaming'"
 	for _ in $(seq 1 600); do
-		[ "$(nq "$PRIMARY" -d postgres -c "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null)" = 1 ] &&
+		if [ -z "$lsn" ]; then
+			[ "$(nq "$PRIMARY" -d postgres -c "SELECT count(*) FROM pg_stat_replication WHERE $streaming" 2>/dev/null)" = 1 ] &&
+				lsn=$(nq "$PRIMARY" -d postgres -c 'SELECT pg_current_wal_lsn()' 2>/dev/null)
+		elif [ "$(nq "$PRIMARY" -d postgres -c "SELECT count(*) FROM pg_stat_replication
+				WHERE $streaming AND replay_lsn >= '$lsn'" 2>/dev/null)" = 1 ]; then
 			return 0
+		fi
 		sleep 0.1
 	done
-	echo "chaos: no replica streaming after 60 s" >&2
+	echo "chaos: n$other is not a caught-up replica after 60 s" >&2
 	return 1
 }
 
