@@ -15,6 +15,11 @@
 # make check-style  clang-format and "no std:: in server code outside the
 #                   boundary header" (scripts/check-style.sh; --fix formats)
 # make bench        the benchmarks (bench/README.md); writes bench/results.*
+# make chaos        the chaos test (test/chaos/chaos.sh): workers, a nemesis
+#                   (pauses, killed backends, restarts, failovers) and a
+#                   checker on a throwaway two-node cluster; DURATION=seconds
+#                   (default 60), WORKERS, REPLICATION=sync|async; PATRONI=1
+#                   runs it against a Patroni-managed pair (patroni.sh)
 # make deps         only install the missing Debian packages
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
@@ -64,7 +69,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test test-versions check-style bench
+.PHONY: deps demo test test-versions check-style bench chaos
 
 deps:
 	@bash scripts/install-deps.sh
@@ -81,6 +86,14 @@ demo: deps
 test: deps
 	$(MAKE) all
 	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/run-all.sh'
+
+# The chaos test on its own throwaway two-node cluster, under the install lock
+# like make test (test/chaos/chaos.sh; DURATION, WORKERS, REPLICATION;
+# PATRONI=1: two nodes managed by Patroni with a throwaway etcd).
+chaos:
+	@bash scripts/install-deps.sh $(if $(PATRONI),--patroni)
+	$(MAKE) all chaos-tools
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) PATRONI=$(PATRONI) bash test/chaos/chaos.sh'
 
 # clang-format and the boundary rule (no std:: in server code outside it).
 check-style:
@@ -117,6 +130,7 @@ include $(PGXS)
 -include src/cli/cli.mk
 -include test/cpp/cpp.mk
 -include bench/bench.mk
+-include test/chaos/chaos.mk
 
 else
 all install installcheck:

@@ -3,13 +3,15 @@
 # and run its demo.  Idempotent: installs only what is missing, and does
 # nothing (not even apt-get update) when everything is there.
 #
-# Usage: scripts/install-deps.sh [--bench] [--style] [--print | --list]
+# Usage: scripts/install-deps.sh [--bench] [--patroni] [--style] [--print | --list]
 #   --bench   also the packages only the benchmarks need (make bench):
 #             redis-server (the alternative lock service compared against)
 #             and libhiredis-dev (its C client, for bench/redis_path.cpp);
 #             etcd-server and etcd-client (etcd's lock, the hand-off
 #             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
 #             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl)
+#   --patroni also patroni and etcd-server (make chaos PATRONI=1: the chaos
+#             test against a Patroni-managed pair with a throwaway etcd)
 #   --style   also clang-format (scripts/check-style.sh)
 #   --print   list the packages that would be installed, install nothing
 #   --list    list every package needed, installed or not (used by
@@ -43,18 +45,23 @@ packages=(
 print_only=false
 list_all=false
 bench=false
+patroni=false
 style=false
 for arg in "$@"; do
 	case $arg in
 		--print) print_only=true ;;
 		--list) list_all=true ;;
 		--bench) bench=true ;;
+		--patroni) patroni=true ;;
 		--style) style=true ;;
-		*) echo "usage: $0 [--bench] [--style] [--print | --list]" >&2; exit 2 ;;
+		*) echo "usage: $0 [--bench] [--patroni] [--style] [--print | --list]" >&2; exit 2 ;;
 	esac
 done
 if $bench; then
 	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev)
+fi
+if $patroni; then
+	packages+=(patroni etcd-server)
 fi
 if $style; then
 	packages+=(clang-format)
@@ -127,8 +134,9 @@ if printf '%s\n' "${missing[@]}" | grep -qx pgbouncer; then
 		$SUDO /etc/init.d/pgbouncer stop >/dev/null 2>&1 || true
 	fi
 fi
-# And etcd-server's starts a system etcd on port 2379; bench/handoff.sh runs
-# its own member on free loopback ports with a data dir in a temp dir.
+# And etcd-server's starts a system etcd on port 2379; bench/handoff.sh and
+# test/chaos/patroni.sh run their own member on free loopback ports with a
+# data dir in a temp dir.
 if printf '%s\n' "${missing[@]}" | grep -qx etcd-server; then
 	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 		$SUDO systemctl disable --now etcd >/dev/null 2>&1 || true

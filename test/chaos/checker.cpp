@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * checker.cpp
+ *	  chaos_check: reads a chaos run's history (the workers' and the
+ *	  nemesis' event files, the final primary's audit dumps), proves the
+ *	  properties of checks.cpp, prints one line per property, the run's
+ *	  counts and the summary line "N passed, N failed", and draws the run
+ *	  as an SVG timeline.
+ *
+ *	  chaos_check --dir DIR [--svg FILE] [--async] [--faults LIST]
+ *
+ * DIR holds w*.tsv (one per worker) and nemesis.tsv (history.hpp's event
+ * format), audit.tsv and lease_audit.tsv (schema.sql's dump views).
+ * --async: the run replicated asynchronously (checks.hpp, Run::async).
+ * --faults: comma separated nemesis faults that must have happened (pause,
+ * kill, restart, failover): part of "history recorded".
+ * Exit status 0 only when every property holds.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  test/chaos/checker.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "checks.hpp"
+#include "history.hpp"
+#include "svg.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+namespace chaos {
+namespace {
+
+struct Counts
+{
+	std::map<std::string, size_t> grants, writes, nemesis;
+	size_t                        busy = 0, burst = 0;
+};
+
+Counts
+Count(const Run &run)
+{
+	Counts c;
+	for (auto &e : run.events)
+	{
+		if (e.worker == "burst")
+			c.burst++;
+		else if (e.type == "grant")
+			c.grants[e.kind]++;
+		else if (e.type == "write")
+			c.writes[e.outcome]++;
+		else if (e.type == "busy")
+			c.busy++;
+		else if (e.type == "pause" || e.type == "kill" || e.type == "restart" ||
+				 e.type == "failover" || e.type == "switchover")
+			c.nemesis[e.type]++;
+	}
+	return c;
+}
+
+std::string
+CountsLine(const Counts &c)
+{
+	auto g = [&](const char *k) {
+		auto it = c.grants.find(k);
+		return it == c.grants.end() ? size_t(0) : it->second;
+	};
+	auto w = [&](const char *k) {
+		auto it = c.writes.find(k);
+		return it == c.writes.end() ? size_t(0) : it->second;
+	};
+	auto n = [&](const char *k) {
+		auto it = c.nemesis.find(k);
+		return it == c.nemesis.end() ? size_t(0) : it->second;
+	};
+	return "grants " + std::to_string(g("lease") + g("session") + g("xact")) + " (lease " +
+		   std::to_string(g("lease")) + ", session " + std::to_string(g("session")) + ", xact " +
+		   std::to_string(g("xact")) + "), writes applied " + std::to_string(w("applied")) +
+		   ", stale writes rejected " + std::to_string(w("stale")) + ", outcome unknown " +
+		   std::to_string(w("unknown")) + ", write errors " +
+		   std::to_string(w("error") + w("notoken")) + ", pauses " + std::to_string(n("pause")) +
+		   ", kills " + std::to_string(n("kill")) + ", restarts " + std::to_string(n("restart")) +
+		   ", failovers " + std::to_string(n("failover")) +
+		   (n("switchover") ? ", switchovers " + std::to_string(n("switchover")) : "") +
+		   (c.burst ? ", burst tokens " + std::to_string(c.burst) : "");
+}
+
+Timeline
+BuildTimeline(const Run &run, const std::string &title)
+{
+	Timeline              t;
+	std::set<std::string> workers;
+	int64_t               end = 0;
+	for (auto &e : run.events)
+	{
+		/* the burst's thousands of grants are in the counts, not drawn */
+		if (!e.worker.empty() && e.worker != "burst" && e.type != "kill" && e.type != "pause")
+			workers.insert(e.worker);
+		end = std::max(end, e.complete);
+	}
+	t.workers.assign(workers.begin(), workers.end());
+	std::sort(t.workers.begin(), t.workers.end(), [](const std::string &a, const std::string &b) {
+		return a.size() != b.size() ? a.size() < b.size() : a < b;
+	});
+	for (auto &h : LeaseHoldings(run, true))
+		t.bars.push_back({h.worker, "lease", h.token, h.start, h.end});
+	/* Session and xact holdings: from the grant to its release, as the client saw them. */
+	std::map<std::tuple<std::string, std::string, int64_t>, int64_t> open;
+	for (auto &e : run.events)
+	{
+		if ((e.kind != "session" && e.kind != "xact") || e.worker == "burst")
+			continue;
+		auto key = std::make_tuple(e.worker, e.name, e.token);
+		if (e.type == "grant")
+			open[key] = e.complete;
+		else if (e.type == "release" && open.count(key))
+		{
+			t.bars.push_back({e.worker, e.kind, e.token, open[key], e.complete});
+			open.erase(key);
+		}
+	}
+	for (auto &o : open)
+		t.bars.push_back({std::get<0>(o.first), "session", std::get<2>(o.first), o.second, end});
+	for (auto &e : run.events)
+	{
+		if (e.type == "write" &&
+			(e.outcome == "applied" || e.outcome == "stale" || e.outcome == "unknown"))
+			t.marks.push_back({e.worker, e.outcome, e.complete});
+		else if (e.type == "kill")
+			t.marks.push_back({e.worker, "kill", e.invoke});
+		else if (e.type == "pause")
+			t.pauses.push_back({e.worker, e.invoke, e.complete});
+		else if (e.type == "restart" || e.type == "failover" || e.type == "switchover")
+			t.lines.push_back(
+				{e.type == "restart" ? "restart" : e.type + " to " + e.name, e.invoke, e.complete});
+	}
+	t.title = title;
+	return t;
+}
+
+} // namespace
+} // namespace chaos
+
+int
+main(int argc, char **argv)
+{
+	namespace fs = std::filesystem;
+	std::string dir, svg;
+	chaos::Run  run;
+	for (int i = 1; i < argc; i++)
+	{
+		std::string a = argv[i];
+		if (a == "--dir" && i + 1 < argc)
+			dir = argv[++i];
+		else if (a == "--svg" && i + 1 < argc)
+			svg = argv[++i];
+		else if (a == "--async")
+			run.async = true;
+		else if (a == "--faults" && i + 1 < argc)
+		{
+			std::string list = argv[++i], f;
+			for (char c : list + ",")
+			{
+				if (c == ',' && !f.empty())
+					run.expected_faults.push_back(f), f.clear();
+				else if (c != ',')
+					f += c;
+			}
+		}
+		else
+		{
+			std::fprintf(stderr,
+						 "usage: chaos_check --dir DIR [--svg FILE] [--async] [--faults LIST]\n");
+			return 2;
+		}
+	}
+	if (dir.empty())
+	{
+		std::fprintf(stderr,
+					 "usage: chaos_check --dir DIR [--svg FILE] [--async] [--faults LIST]\n");
+		return 2;
+	}
+	std::error_code ec;
+	for (auto &f : fs::directory_iterator(dir, ec))
+	{
+		std::string name = f.path().filename().string();
+		bool worker = name.size() > 5 && name[0] == 'w' && name.find(".tsv") != std::string::npos;
+		if (worker || name == "nemesis.tsv")
+			chaos::ReadEvents(f.path().string(), run.events);
+	}
+	bool audit_ok = chaos::ReadAudit(dir + "/audit.tsv", run.audit) &&
+					chaos::ReadLeaseAudit(dir + "/lease_audit.tsv", run.lease_audit);
+	if (ec || !audit_ok)
+		std::printf("chaos_check: cannot read the history in %s%s\n", dir.c_str(),
+					audit_ok ? "" : " (audit.tsv / lease_audit.tsv missing or malformed)");
+
+	size_t passed = 0, failed = 0;
+	for (auto &r : chaos::CheckAll(run))
+	{
+		std::printf("%s - %s (%s)\n", r.passed ? "ok" : "not ok", r.name.c_str(),
+					r.summary.c_str());
+		for (auto &p : r.problems)
+			std::printf("    %s\n", p.c_str());
+		if (r.problem_count > r.problems.size())
+			std::printf("    ... %zu problems in all\n", r.problem_count);
+		(r.passed ? passed : failed)++;
+	}
+	if (!audit_ok)
+		failed++;
+	auto counts = chaos::Count(run);
+	std::printf("%s\n", chaos::CountsLine(counts).c_str());
+	if (!svg.empty())
+	{
+		std::string title = "pg_fence chaos run: " + chaos::CountsLine(counts);
+		if (chaos::WriteSvg(svg, chaos::BuildTimeline(run, title)))
+			std::printf("timeline: %s\n", svg.c_str());
+	}
+	std::printf("%zu passed, %zu failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,231 @@
+/*-------------------------------------------------------------------------
+ *
+ * history.hpp
+ *	  The chaos test's recorded history: one event per line, tab separated,
+ *	  written by the workers (worker.cpp) and the nemesis (nemesis.sh), read
+ *	  by the checker (checker.cpp), together with the server-side audit
+ *	  dumped from the final primary (schema.sql's audit_dump and
+ *	  lease_audit_dump views).
+ *
+ * Every event line has the same eleven columns ("-" for none):
+ *
+ *   type kind name token worker invoke_us complete_us granted_us expires_us outcome op
+ *
+ *   grant    a lock or lease the worker saw granted: kind lease/session/xact,
+ *            name, token; for a lease the server's granted_at and expires_at
+ *            as the server reported them in the granting transaction
+ *   renew    lease_renew of (name, token): outcome ok / lost / unknown;
+ *            expires_us the server's new expiry when ok
+ *   release  lease_release / unlock of (name, token); for xact, the commit
+ *            or rollback that ended the transaction: outcome ok / lost /
+ *            unknown
+ *   busy     an acquire that returned no lock (NULL, 55P03): kind, name
+ *   write    a write attempt: kind = target (guarded, fu, ledger, advance),
+ *            name = resource, token presented, op = its unique id, outcome
+ *            applied / stale (FN001, or fenced_update / advance returned
+ *            false) / notoken (FN003) / error (an SQL error: not applied) /
+ *            unknown (the connection was lost before the outcome arrived)
+ *   pause    nemesis: worker stopped (SIGSTOP) from invoke to complete
+ *   kill     nemesis: pg_terminate_backend of a worker's backend (name: pid)
+ *   restart  nemesis: primary stopped immediately and started again
+ *   failover nemesis: primary stopped immediately, standby promoted (name:
+ *            the new primary's port); under Patroni, the primary killed
+ *            until a replica takes writes
+ *   switchover nemesis (Patroni): patronictl switchover, until the new
+ *            primary takes writes
+ *
+ * Worker "burst" (chaos_worker --burst) records thousands of xact grants
+ * taken in one statement while an async standby lags: counted and checked,
+ * not drawn.
+ *
+ * Times are microseconds since 1970 on the machine's clock, which is also
+ * the server's (loopback only: one machine).  invoke is taken before the
+ * request is sent, complete after its answer arrived.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  test/chaos/history.hpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_FENCE_CHAOS_HISTORY_HPP
+#define PG_FENCE_CHAOS_HISTORY_HPP
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace chaos {
+
+struct Event
+{
+	std::string type, kind, name;
+	int64_t     token = -1;
+	std::string worker;
+	int64_t     invoke = -1, complete = -1, granted = -1, expires = -1;
+	std::string outcome, op;
+};
+
+/* An applied write, from chaos.audit_dump (the final primary). */
+struct AuditRow
+{
+	int64_t     seq = 0, at = 0;
+	std::string target, resource;
+	int64_t     old_fence = -1; /* -1: not a row (ledger, advance) */
+	int64_t     token = 0;
+	std::string op;
+};
+
+/* A change of fence.leases, from chaos.lease_audit_dump. */
+struct LeaseAuditRow
+{
+	int64_t     seq = 0, at = 0;
+	std::string event, name;
+	int64_t     token = 0;
+	std::string holder;
+	int64_t     granted = -1, expires = -1;
+};
+
+inline const char *
+Dash(const std::string &s)
+{
+	return s.empty() ? "-" : s.c_str();
+}
+
+/* One line, written and flushed at once: a worker may be SIGKILLed. */
+inline void
+WriteEvent(FILE *out, const Event &e)
+{
+	std::fprintf(out, "%s\t%s\t%s\t%lld\t%s\t%lld\t%lld\t%lld\t%lld\t%s\t%s\n", Dash(e.type),
+				 Dash(e.kind), Dash(e.name), static_cast<long long>(e.token), Dash(e.worker),
+				 static_cast<long long>(e.invoke), static_cast<long long>(e.complete),
+				 static_cast<long long>(e.granted), static_cast<long long>(e.expires),
+				 Dash(e.outcome), Dash(e.op));
+	std::fflush(out);
+}
+
+inline std::vector<std::string>
+SplitTabs(const std::string &line)
+{
+	std::vector<std::string> f;
+	std::string              cur;
+	for (char c : line)
+	{
+		if (c == '\t')
+		{
+			f.push_back(cur == "-" ? std::string() : cur);
+			cur.clear();
+		}
+		else if (c != '\r')
+		{
+			cur += c;
+		}
+	}
+	f.push_back(cur == "-" ? std::string() : cur);
+	return f;
+}
+
+inline int64_t
+ToInt(const std::string &s)
+{
+	return s.empty() ? -1 : std::stoll(s);
+}
+
+/*
+ * Reads events from a file; a torn last line (a worker killed while
+ * writing) is skipped.  Returns false if the file cannot be opened.
+ */
+inline bool
+ReadEvents(const std::string &path, std::vector<Event> &out)
+{
+	std::ifstream in(path);
+	if (!in)
+		return false;
+	std::string line;
+	while (std::getline(in, line))
+	{
+		auto f = SplitTabs(line);
+		if (f.size() != 11)
+			continue;
+		try
+		{
+			Event e;
+			e.type = f[0];
+			e.kind = f[1];
+			e.name = f[2];
+			e.token = ToInt(f[3]);
+			e.worker = f[4];
+			e.invoke = ToInt(f[5]);
+			e.complete = ToInt(f[6]);
+			e.granted = ToInt(f[7]);
+			e.expires = ToInt(f[8]);
+			e.outcome = f[9];
+			e.op = f[10];
+			out.push_back(e);
+		}
+		catch (const std::exception &)
+		{
+			continue;
+		}
+	}
+	return true;
+}
+
+inline bool
+ReadAudit(const std::string &path, std::vector<AuditRow> &out)
+{
+	std::ifstream in(path);
+	if (!in)
+		return false;
+	std::string line;
+	while (std::getline(in, line))
+	{
+		auto f = SplitTabs(line);
+		if (f.size() != 7)
+			return false;
+		AuditRow r;
+		r.seq = ToInt(f[0]);
+		r.at = ToInt(f[1]);
+		r.target = f[2];
+		r.resource = f[3];
+		r.old_fence = ToInt(f[4]);
+		r.token = ToInt(f[5]);
+		r.op = f[6];
+		out.push_back(r);
+	}
+	return true;
+}
+
+inline bool
+ReadLeaseAudit(const std::string &path, std::vector<LeaseAuditRow> &out)
+{
+	std::ifstream in(path);
+	if (!in)
+		return false;
+	std::string line;
+	while (std::getline(in, line))
+	{
+		auto f = SplitTabs(line);
+		if (f.size() != 8)
+			return false;
+		LeaseAuditRow r;
+		r.seq = ToInt(f[0]);
+		r.at = ToInt(f[1]);
+		r.event = f[2];
+		r.name = f[3];
+		r.token = ToInt(f[4]);
+		r.holder = f[5];
+		r.granted = ToInt(f[6]);
+		r.expires = ToInt(f[7]);
+		out.push_back(r);
+	}
+	return true;
+}
+
+} // namespace chaos
+
+#endif /* PG_FENCE_CHAOS_HISTORY_HPP */

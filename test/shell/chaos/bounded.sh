@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# chaos/bounded.sh - the chaos test (test/chaos/chaos.sh), bounded for make
+# test: two short runs of 4 workers against a two-node cluster of its own
+# (the suite's cluster is not touched), one with a synchronous standby, one
+# with an asynchronous standby that lags before each failover, every fault
+# of the nemesis injected (pauses past the TTL, terminated backends, an
+# immediate restart, a failover).  Passes when the checker proves every
+# property on both histories (test/chaos/checks.cpp); the last run's
+# history and timeline stay in test/chaos/out.
+#
+# CHAOS_BOUNDED_SECONDS sets the length of each run (default 25); the
+# fault cycle puts the failover second, so that every fault fits.
+#
+# Run under scripts/temp-cluster.sh (test/run-all.sh does): it uses that
+# server installation (FENCE_PGBIN), not its cluster.
+set -uo pipefail
+cd "$(dirname "$0")/../../.." || exit 2
+: "${FENCE_PGBIN:?run this under scripts/temp-cluster.sh}"
+
+if ! make -s --no-print-directory chaos-tools >/tmp/chaos-build.$$ 2>&1; then
+	cat /tmp/chaos-build.$$
+	rm -f /tmp/chaos-build.$$
+	echo "not ok - make chaos-tools"
+	exit 1
+fi
+rm -f /tmp/chaos-build.$$
+
+fail=0
+for replication in sync async; do
+	echo "== $replication replication"
+	REPLICATION=$replication DURATION=${CHAOS_BOUNDED_SECONDS:-25} WORKERS=4 \
+		CHAOS_NEMESIS="failover kill restart kill" \
+		FENCE_SERVER_BIN=$FENCE_PGBIN CHAOS_OUT=$PWD/test/chaos/out-$replication \
+		bash test/chaos/chaos.sh
+	rc=$?
+	[ "$rc" -eq 0 ] || { echo "not ok - chaos run with $replication replication (exit $rc)"; fail=1; }
+done
+# The timeline of the async run, where make demo and the README point.
+rm -rf test/chaos/out && mv test/chaos/out-async test/chaos/out 2>/dev/null
+rm -rf test/chaos/out-sync
+exit "$fail"
