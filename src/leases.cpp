@@ -339,8 +339,8 @@ LeaseExpiresAt(TimestampTz now, int64 ttl)
 				 errmsg("argument \"ttl\" exceeds fence.max_lease_ttl"),
 				 errdetail("The ttl given is %s; the longest allowed is %s.", DurationText(ttl),
 						   DurationText((int64) max_lease_ttl_s * USECS_PER_SEC)),
-				 errhint("Renew the lease before it expires instead; a superuser can raise the "
-						 "setting fence.max_lease_ttl.")));
+				 errhint("Use a shorter ttl and renew before it expires; a superuser can raise "
+						 "the setting fence.max_lease_ttl.")));
 	if (pg_add_s64_overflow(now, ttl, &result) || !IS_VALID_TIMESTAMP(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("argument \"ttl\" is too large"),
