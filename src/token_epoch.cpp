@@ -256,16 +256,29 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 	if (!OidIsValid(lineage_seq))
 		elog(ERROR, "sequence fence.token_lineage is missing");
 
-	/* before anything is lifted: a lowered sequence is refused, not reused */
-	Oid mark_seq = TokenMarkSequenceOid();
-
-	CheckTokenMark(token_seq, mark_seq);
-
+	Oid   mark_seq = TokenMarkSequenceOid();
 	bool  called;
 	int64 record = RawSequenceValue(epoch_seq, &called);
 	int64 lineage = RawSequenceValue(lineage_seq, &called);
 	int64 system = (int64) GetSystemIdentifier();
 	int64 value = SequenceLastValue(token_seq);
+
+	/*
+	 * token_seq below fence.token_mark.  In the cluster that wrote the mark
+	 * only an administrator lowers it: refuse, before anything is lifted.
+	 * In another cluster (a restore: pg_dump reads each sequence on its
+	 * own, so a dump taken while tokens were issued may hold a mark above
+	 * token_seq), the dumped database handed out tokens up to the mark:
+	 * continue above it.
+	 */
+	if (OidIsValid(mark_seq) && value < SequenceLastValue(mark_seq))
+	{
+		if (lineage == system)
+			CheckTokenMark(token_seq, mark_seq);
+		value = SequenceLastValue(mark_seq);
+		(void) SetSequenceDurably(token_seq, value, true);
+	}
+
 	int64 v_epoch = value >= 0 ? value >> kEpochBits : 0;
 	int64 c_epoch = record >> 32;
 	int64 c_tli = record & INT64CONST(0xFFFFFFFF);
@@ -301,9 +314,9 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 	{
 		/* the sequence first, then the mark (fence.token_mark stays <= it) */
 		SetSequence(token_seq, range.floor, false);
-		XLogRecPtr lsn = Max(SequenceLSN(token_seq), SetTokenMark(mark_seq, range.floor - 1));
+		XLogRecPtr mark_lsn = SetTokenMark(mark_seq, range.floor - 1);
 
-		XLogFlush(lsn);
+		XLogFlush(Max(SequenceLSN(token_seq), mark_lsn));
 	}
 	return range;
 }

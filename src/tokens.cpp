@@ -120,7 +120,8 @@ MoveCeiling(DbShared *slot, Oid seq, Oid mark_seq)
 		SetSequence(seq, target - 1, true);
 
 	/* then the mark, so that it is never above the sequence; one flush for both */
-	XLogRecPtr lsn = Max(SequenceLSN(seq), SetTokenMark(mark_seq, target - 1));
+	XLogRecPtr mark_lsn = SetTokenMark(mark_seq, target - 1);
+	XLogRecPtr lsn = Max(SequenceLSN(seq), mark_lsn);
 
 	XLogFlush(lsn);
 
@@ -146,7 +147,11 @@ StartCounter(DbShared *slot, Oid seq, Oid epoch_seq, Oid mark_seq)
 	XLogRecPtr lsn = SequenceLSN(seq);
 
 	if (v < range.cap)
-		lsn = Max(lsn, SetTokenMark(mark_seq, v));
+	{
+		XLogRecPtr mark_lsn = SetTokenMark(mark_seq, v);
+
+		lsn = Max(lsn, mark_lsn);
+	}
 	XLogFlush(lsn);
 
 	if (v >= range.cap)

@@ -115,7 +115,10 @@ Oid TokenEpochSequenceOid();
  * (ClaimTokenEpoch) finds token_seq below it only if an administrator
  * lowered token_seq (setval, ALTER SEQUENCE RESTART) since: it raises 55000
  * then instead of handing out tokens again, even after a restart, which
- * forgets what shared memory remembered.
+ * forgets what shared memory remembered.  In another cluster than the one
+ * that claimed the epoch (fence.token_lineage differs: a pg_dump/restore,
+ * whose dump may read the mark after token_seq moved on), it lifts
+ * token_seq to the mark instead: the dumped database issued tokens up to it.
  */
 Oid TokenMarkSequenceOid();
 
@@ -142,8 +145,9 @@ XLogRecPtr SetTokenMark(Oid mark_seq, int64 value);
  * Choose this timeline's epoch (the rules above), make its claim durable,
  * and lift token_seq to at least the epoch's floor (flushed), so that the
  * next nextval() of token_seq returns a token of the epoch.  First raises
- * 55000 (CheckTokenMark) if token_seq was lowered below fence.token_mark;
- * lifts the mark with the sequence.  With no epoch
+ * 55000 (CheckTokenMark) if token_seq was lowered below fence.token_mark
+ * in the cluster that claimed the epoch (in another one, lifts token_seq to
+ * the mark); lifts the mark with the sequence to the epoch's floor.  With no epoch
  * sequence (epoch_seq invalid), returns the unbounded range of 0.1.0.
  * Raises 2200H when the epochs are exhausted.  The caller holds token_seq's
  * RowExclusiveLock and LockEpochSequences(epoch_seq) (both taken before any
