@@ -14,6 +14,8 @@
 #      first grant raises 55000 and nothing new is held; FN004 still knows
 #      the earlier tokens; the value the hint names makes grants continue
 #      above every earlier token;
+#   2c. the same in a database restored from another cluster (its
+#      fence.token_lineage names another system): lifted to the mark;
 #   3. another owner: grants continue (the ceiling is moved as the owner);
 #   4. the top of the epoch: 2200H after the last token below 2^40.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
@@ -123,6 +125,18 @@ for lower in "SELECT pg_catalog.setval('fence.token_seq', 5)" "ALTER SEQUENCE fe
 	seen "$got"
 	qp -c "SELECT fence.unlock_all()" -c "SELECT fence.lease_release('seq/live', $live)" >/dev/null
 done
+
+# 2c. Restored from another cluster (token_lineage names another system), with
+# token_seq below the mark (pg_dump reads each sequence on its own, so a dump
+# taken while tokens were issued may hold that): grants continue above the mark.
+qp -c "SELECT pg_catalog.setval('fence.token_lineage', 42)" \
+	-c "SELECT pg_catalog.setval('fence.token_seq', 5)" -c CHECKPOINT >/dev/null
+"$FENCE_CLUSTER_CTL" restart
+got=$(qp -c "SELECT fence.try_lock('seq/restored-elsewhere')")
+check "token_seq below the mark in a database from another cluster: grants continue above every token seen ($got > $max)" t \
+	"$(above "$got")"
+seen "$got"
+qp -c "SELECT fence.unlock_all()" >/dev/null
 
 # 3. Another owner.
 psql -X -q -c 'DROP ROLE IF EXISTS fence_test_seq_owner' -c 'CREATE ROLE fence_test_seq_owner'
