@@ -67,6 +67,10 @@
  * T - 1 more), so the 2^23 - 1 epochs last about 8.4 million timelines.  A
  * promotion of a standby that has not replayed an administrator's setval
  * above the claim, or a restore, is not covered: wait for replay first.
+ * A token_seq lowered below fence.token_mark is refused (55000) at the
+ * next counter start (TokenMarkSequenceOid); without the shared block the
+ * mark moves only with an epoch's floor, so a new backend cannot tell a
+ * lowering below tokens drawn with nextval() since then.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
