@@ -29,6 +29,7 @@ namespace {
 /* Per-backend caches, reset by any relcache invalidation of theirs. */
 Oid  epoch_seq_oid = InvalidOid;
 Oid  lineage_seq_oid = InvalidOid;
+Oid  mark_seq_oid = InvalidOid;
 Oid  checked_token_seq = InvalidOid; /* settings found right */
 bool inval_registered = false;
 
@@ -40,6 +41,8 @@ EpochInvalidate(Datum arg, Oid relid)
 		epoch_seq_oid = InvalidOid;
 		lineage_seq_oid = InvalidOid;
 	}
+	if (relid == InvalidOid || relid == mark_seq_oid)
+		mark_seq_oid = InvalidOid;
 	if (relid == InvalidOid || relid == checked_token_seq)
 		checked_token_seq = InvalidOid;
 }
@@ -113,6 +116,22 @@ TokenEpochSequenceOid()
 	return epoch_seq_oid;
 }
 
+Oid
+TokenMarkSequenceOid()
+{
+	RegisterInval();
+	if (!OidIsValid(mark_seq_oid))
+		mark_seq_oid = FenceSequence("token_mark");
+	return mark_seq_oid;
+}
+
+void
+LockTokenMark(Oid mark_seq)
+{
+	if (OidIsValid(mark_seq))
+		LockRelationOid(mark_seq, RowExclusiveLock);
+}
+
 void
 LockEpochSequences(Oid epoch_seq)
 {
@@ -120,6 +139,8 @@ LockEpochSequences(Oid epoch_seq)
 		return;
 
 	Oid lineage_seq = FenceSequence("token_lineage");
+
+	LockTokenMark(TokenMarkSequenceOid());
 
 	/* one claimer at a time: ShareUpdateExclusiveLock conflicts with itself */
 	LockRelationOid(epoch_seq, ShareUpdateExclusiveLock);
@@ -146,7 +167,7 @@ SequenceLastValue(Oid seq)
 }
 
 XLogRecPtr
-FlushSequence(Oid seq)
+SequenceLSN(Oid seq)
 {
 	Relation   rel = relation_open(seq, NoLock);
 	XLogRecPtr lsn = InvalidXLogRecPtr;
@@ -157,14 +178,23 @@ FlushSequence(Oid seq)
 
 		lsn = BufferGetLSNAtomic(buf);
 		ReleaseBuffer(buf);
-		XLogFlush(lsn);
 	}
 	relation_close(rel, NoLock);
 	return lsn;
 }
 
 XLogRecPtr
-SetSequenceDurably(Oid seq, int64 value, bool is_called)
+FlushSequence(Oid seq)
+{
+	XLogRecPtr lsn = SequenceLSN(seq);
+
+	if (!XLogRecPtrIsInvalid(lsn))
+		XLogFlush(lsn);
+	return lsn;
+}
+
+void
+SetSequence(Oid seq, int64 value, bool is_called)
 {
 	Oid       save_userid;
 	int       save_sec_context;
@@ -182,7 +212,35 @@ SetSequenceDurably(Oid seq, int64 value, bool is_called)
 	DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seq), Int64GetDatum(value),
 						BoolGetDatum(is_called));
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+XLogRecPtr
+SetSequenceDurably(Oid seq, int64 value, bool is_called)
+{
+	SetSequence(seq, value, is_called);
 	return FlushSequence(seq);
+}
+
+XLogRecPtr
+SetTokenMark(Oid mark_seq, int64 value)
+{
+	if (!OidIsValid(mark_seq) || SequenceLastValue(mark_seq) >= value)
+		return InvalidXLogRecPtr;
+	SetSequence(mark_seq, value, true);
+	return SequenceLSN(mark_seq);
+}
+
+void
+CheckTokenMark(Oid token_seq, Oid mark_seq)
+{
+	if (!OidIsValid(mark_seq))
+		return;
+
+	int64 mark = SequenceLastValue(mark_seq);
+	int64 found = SequenceLastValue(token_seq);
+
+	if (found < mark)
+		RaiseSequenceLowered(found, mark);
 }
 
 TokenEpoch
@@ -198,11 +256,29 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 	if (!OidIsValid(lineage_seq))
 		elog(ERROR, "sequence fence.token_lineage is missing");
 
+	Oid   mark_seq = TokenMarkSequenceOid();
 	bool  called;
 	int64 record = RawSequenceValue(epoch_seq, &called);
 	int64 lineage = RawSequenceValue(lineage_seq, &called);
 	int64 system = (int64) GetSystemIdentifier();
 	int64 value = SequenceLastValue(token_seq);
+
+	/*
+	 * token_seq below fence.token_mark.  In the cluster that wrote the mark
+	 * only an administrator lowers it: refuse, before anything is lifted.
+	 * In another cluster (a restore: pg_dump reads each sequence on its
+	 * own, so a dump taken while tokens were issued may hold a mark above
+	 * token_seq), the dumped database handed out tokens up to the mark:
+	 * continue above it.
+	 */
+	if (OidIsValid(mark_seq) && value < SequenceLastValue(mark_seq))
+	{
+		if (lineage == system)
+			CheckTokenMark(token_seq, mark_seq);
+		value = SequenceLastValue(mark_seq);
+		(void) SetSequenceDurably(token_seq, value, true);
+	}
+
 	int64 v_epoch = value >= 0 ? value >> kEpochBits : 0;
 	int64 c_epoch = record >> 32;
 	int64 c_tli = record & INT64CONST(0xFFFFFFFF);
@@ -235,7 +311,13 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 		(void) SetSequenceDurably(lineage_seq, system, true);
 	}
 	if (value < range.floor)
-		(void) SetSequenceDurably(token_seq, range.floor, false);
+	{
+		/* the sequence first, then the mark (fence.token_mark stays <= it) */
+		SetSequence(token_seq, range.floor, false);
+		XLogRecPtr mark_lsn = SetTokenMark(mark_seq, range.floor - 1);
+
+		XLogFlush(Max(SequenceLSN(token_seq), mark_lsn));
+	}
 	return range;
 }
 

@@ -62,7 +62,11 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  *	   the ceiling never passes the epoch's cap;
  *	 - a ceiling move refuses (55000) a sequence found below the value this
  *	   server last made durable (an administrator's setval lower or
- *	   RESTART), and every start and move checks the sequence's settings.
+ *	   RESTART), and every start and move checks the sequence's settings;
+ *	 - every ceiling move and start also sets fence.token_mark to the value
+ *	   made durable (after the sequence, same flush), and a start refuses
+ *	   (55000) a sequence found below the mark: a lowering is caught after a
+ *	   restart too, when the slot has forgotten what it made durable.
  *
  * Tokens strictly increase in the order they are drawn, across sessions
  * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
@@ -93,7 +97,7 @@ StartedFor(const DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
  * durable.  Caller holds the slot's LWLock (one mover at a time).
  */
 void
-MoveCeiling(DbShared *slot, Oid seq)
+MoveCeiling(DbShared *slot, Oid seq, Oid mark_seq)
 {
 	CheckTokenSequence(seq);
 
@@ -112,8 +116,14 @@ MoveCeiling(DbShared *slot, Oid seq)
 		RaiseSequenceLowered(found, durable);
 
 	/* never lower it: an administrator may have set it higher */
-	XLogRecPtr lsn =
-		found >= target - 1 ? FlushSequence(seq) : SetSequenceDurably(seq, target - 1, true);
+	if (found < target - 1)
+		SetSequence(seq, target - 1, true);
+
+	/* then the mark, so that it is never above the sequence; one flush for both */
+	XLogRecPtr mark_lsn = SetTokenMark(mark_seq, target - 1);
+	XLogRecPtr lsn = Max(SequenceLSN(seq), mark_lsn);
+
+	XLogFlush(lsn);
 
 	SpinLockAcquire(&slot->token_mutex);
 	slot->token_ceiling = target;
@@ -127,13 +137,22 @@ MoveCeiling(DbShared *slot, Oid seq)
  * in this timeline's epoch (claimed first, token_epoch.hpp).
  */
 void
-StartCounter(DbShared *slot, Oid seq, Oid epoch_seq)
+StartCounter(DbShared *slot, Oid seq, Oid epoch_seq, Oid mark_seq)
 {
 	CheckTokenSequence(seq);
 
+	/* refuses a sequence lowered below fence.token_mark */
 	TokenEpoch range = ClaimTokenEpoch(seq, epoch_seq);
 	int64      v = nextval_internal(seq, false);
-	XLogRecPtr lsn = FlushSequence(seq);
+	XLogRecPtr lsn = SequenceLSN(seq);
+
+	if (v < range.cap)
+	{
+		XLogRecPtr mark_lsn = SetTokenMark(mark_seq, v);
+
+		lsn = Max(lsn, mark_lsn);
+	}
+	XLogFlush(lsn);
 
 	if (v >= range.cap)
 	{
@@ -174,6 +193,7 @@ void
 AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64 low_water)
 {
 	LWLock *mover = &slot->token_mover;
+	Oid     mark_seq = TokenMarkSequenceOid();
 
 	SpinLockAcquire(&slot->token_mutex);
 	bool may_start = !StartedFor(slot, seq, epoch_seq, tli);
@@ -181,6 +201,7 @@ AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64
 	SpinLockRelease(&slot->token_mutex);
 
 	LockRelationOid(seq, RowExclusiveLock);
+	LockTokenMark(mark_seq);
 	if (may_start)
 		LockEpochSequences(epoch_seq);
 	if (wait)
@@ -206,10 +227,10 @@ AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64
 	if (!started)
 	{
 		if (may_start)
-			StartCounter(slot, seq, epoch_seq);
+			StartCounter(slot, seq, epoch_seq, mark_seq);
 	}
 	else if (left < low_water)
-		MoveCeiling(slot, seq);
+		MoveCeiling(slot, seq, mark_seq);
 	LWLockRelease(mover);
 	if (may_start)
 		UnlockEpochSequences(epoch_seq);
@@ -351,9 +372,14 @@ HighestIssuedToken()
 
 	/*
 	 * No counter in this server's life (yet): every token is from nextval()
-	 * or from an earlier life's counter, all at most the sequence's value.
+	 * or from an earlier life's counter, all at most the sequence's value,
+	 * or, if an administrator lowered it since (the start refuses then),
+	 * at most fence.token_mark's.
 	 */
-	return SequenceLastValue(seq);
+	Oid   mark_seq = TokenMarkSequenceOid();
+	int64 value = SequenceLastValue(seq);
+
+	return OidIsValid(mark_seq) ? Max(value, SequenceLastValue(mark_seq)) : value;
 }
 
 Oid

@@ -67,6 +67,10 @@
  * T - 1 more), so the 2^23 - 1 epochs last about 8.4 million timelines.  A
  * promotion of a standby that has not replayed an administrator's setval
  * above the claim, or a restore, is not covered: wait for replay first.
+ * A token_seq lowered below fence.token_mark is refused (55000) at the
+ * next counter start (TokenMarkSequenceOid); without the shared block the
+ * mark moves only with an epoch's floor, so a new backend cannot tell a
+ * lowering below tokens drawn with nextval() since then.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -103,9 +107,51 @@ struct TokenEpoch
 Oid TokenEpochSequenceOid();
 
 /*
+ * OID of fence.token_mark in this database, or InvalidOid when the
+ * extension's SQL predates it (then nothing is checked against it).
+ * Cached, reset by relcache invalidation.
+ *
+ * fence.token_mark is the highest value of fence.token_seq the token
+ * allocator has made durable (every ceiling move and counter start sets it,
+ * after token_seq and under the same WAL flush, so it is never above
+ * token_seq's durable value, on this server or on a standby that replayed
+ * both), and an epoch claim lifts it with the sequence.  A counter start
+ * (ClaimTokenEpoch) finds token_seq below it only if an administrator
+ * lowered token_seq (setval, ALTER SEQUENCE RESTART) since: it raises 55000
+ * then instead of handing out tokens again, even after a restart, which
+ * forgets what shared memory remembered.  In another cluster than the one
+ * that claimed the epoch (fence.token_lineage differs: a pg_dump/restore,
+ * whose dump may read the mark after token_seq moved on), it lifts
+ * token_seq to the mark instead: the dumped database issued tokens up to it.
+ */
+Oid TokenMarkSequenceOid();
+
+/*
+ * Lock fence.token_mark as setval does (RowExclusiveLock, until
+ * transaction end), before any LWLock.  No-op for an invalid mark_seq.
+ */
+void LockTokenMark(Oid mark_seq);
+
+/*
+ * Raise 55000 (RaiseSequenceLowered) if fence.token_seq's value is below
+ * fence.token_mark's.  No-op for an invalid mark_seq.
+ */
+void CheckTokenMark(Oid token_seq, Oid mark_seq);
+
+/*
+ * setval(mark_seq, value) as its owner, without a flush, unless the mark is
+ * already at least value.  Returns the LSN the caller must flush
+ * (InvalidXLogRecPtr if nothing was written).  Set token_seq first.
+ */
+XLogRecPtr SetTokenMark(Oid mark_seq, int64 value);
+
+/*
  * Choose this timeline's epoch (the rules above), make its claim durable,
  * and lift token_seq to at least the epoch's floor (flushed), so that the
- * next nextval() of token_seq returns a token of the epoch.  With no epoch
+ * next nextval() of token_seq returns a token of the epoch.  First raises
+ * 55000 (CheckTokenMark) if token_seq was lowered below fence.token_mark
+ * in the cluster that claimed the epoch (in another one, lifts token_seq to
+ * the mark); lifts the mark with the sequence to the epoch's floor.  With no epoch
  * sequence (epoch_seq invalid), returns the unbounded range of 0.1.0.
  * Raises 2200H when the epochs are exhausted.  The caller holds token_seq's
  * RowExclusiveLock and LockEpochSequences(epoch_seq) (both taken before any
@@ -116,7 +162,8 @@ TokenEpoch ClaimTokenEpoch(Oid token_seq, Oid epoch_seq);
 
 /*
  * Lock the epoch sequences for a claim: a self-conflicting lock on
- * epoch_seq (one claimer at a time), and the locks setval takes on both.
+ * epoch_seq (one claimer at a time), and the locks setval takes on both
+ * and on fence.token_mark.
  * UnlockEpochSequences releases the first (the others, like setval's, last
  * until transaction end).  No-ops for an invalid epoch_seq.
  */
@@ -151,10 +198,21 @@ int64 SequenceLastValue(Oid seq);
 
 /*
  * setval(seq, value, is_called) as the sequence's owner (callers need no
- * privilege on it), then flush the WAL up to the sequence page's LSN.
- * Returns that LSN.
+ * privilege on it), without flushing its WAL.
+ */
+void SetSequence(Oid seq, int64 value, bool is_called);
+
+/*
+ * SetSequence, then flush the WAL up to the sequence page's LSN.  Returns
+ * that LSN.
  */
 XLogRecPtr SetSequenceDurably(Oid seq, int64 value, bool is_called);
+
+/*
+ * The sequence page's LSN: the end of the last record that logged it
+ * (InvalidXLogRecPtr for a sequence without WAL).  Flushes nothing.
+ */
+XLogRecPtr SequenceLSN(Oid seq);
 
 /*
  * Flush the WAL up to the sequence page's LSN: the end of the last record

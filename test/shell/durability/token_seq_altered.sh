@@ -9,6 +9,13 @@
 #      draws until refused with 55000 (with the shared allocator at its next
 #      ceiling move, within 4096 tokens), and every token it got is above
 #      every token seen before; the value the hint names makes grants work;
+#   2b. setval lower (and RESTART), then an immediate stop and a start (the
+#      shared allocator's memory is gone; fence.token_mark remembers): the
+#      first grant raises 55000 and nothing new is held; FN004 still knows
+#      the earlier tokens; the value the hint names makes grants continue
+#      above every earlier token;
+#   2c. the same in a database restored from another cluster (its
+#      fence.token_lineage names another system): lifted to the mark;
 #   3. another owner: grants continue (the ceiling is moved as the owner);
 #   4. the top of the epoch: 2200H after the last token below 2^40.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
@@ -92,6 +99,44 @@ END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.refused', true) || '
 	seen "$got"
 	qp -c "SELECT fence.unlock_all()" >/dev/null
 done
+
+# 2b. Moved backwards, then a crash: only fence.token_mark remembers.
+for lower in "SELECT pg_catalog.setval('fence.token_seq', 5)" "ALTER SEQUENCE fence.token_seq RESTART"; do
+	live=$(qp -c "SELECT fence.lease_acquire('seq/live', '1 hour')")
+	seen "$live"
+	held=$(qp -c "SELECT count(*) FROM fence.locks")
+	# CHECKPOINT: the lowering itself must survive the immediate stop
+	qp -c "$lower" -c CHECKPOINT >/dev/null
+	"$FENCE_CLUSTER_CTL" stop-immediate
+	"$FENCE_CLUSTER_CTL" start
+	check "$lower, then a crash: a grant raises 55000" "error 55000" \
+		"$(outcome -c "SELECT fence.try_lock('seq/crash')")"
+	check "  a lease too" "error 55000" "$(outcome -c "SELECT fence.lease_acquire('seq/crash-lease', '5 s')")"
+	check "  and nothing new is held" "$held" "$(qp -c "SELECT count(*) FROM fence.locks")"
+	check "  a token handed out before is still known as issued (advance, no FN004)" t \
+		"$(outcome -c "SELECT fence.advance('seq/resource-$live', $live)")"
+	hint=$(psql -X -q -At -d "$DB" -c "SELECT fence.try_lock('seq/hint')" 2>&1 |
+		sed -n "s/.*setval('fence.token_seq', \([0-9]*\)).*/\1/p" | head -n 1 || true)
+	check "  the refusal names the value to set back" t "$([ -n "$hint" ] && [ "$hint" -ge "$max" ] && echo t || echo f)"
+	qp -c "SELECT pg_catalog.setval('fence.token_seq', ${hint:-$((max + 10000))})" >/dev/null
+	got=$(qp -c "SELECT fence.try_lock('seq/after-crash')")
+	check "  set back as the hint says ($hint): grants continue above every token seen ($got > $max)" t \
+		"$(above "$got")"
+	seen "$got"
+	qp -c "SELECT fence.unlock_all()" -c "SELECT fence.lease_release('seq/live', $live)" >/dev/null
+done
+
+# 2c. Restored from another cluster (token_lineage names another system), with
+# token_seq below the mark (pg_dump reads each sequence on its own, so a dump
+# taken while tokens were issued may hold that): grants continue above the mark.
+qp -c "SELECT pg_catalog.setval('fence.token_lineage', 42)" \
+	-c "SELECT pg_catalog.setval('fence.token_seq', 5)" -c CHECKPOINT >/dev/null
+"$FENCE_CLUSTER_CTL" restart
+got=$(qp -c "SELECT fence.try_lock('seq/restored-elsewhere')")
+check "token_seq below the mark in a database from another cluster: grants continue above every token seen ($got > $max)" t \
+	"$(above "$got")"
+seen "$got"
+qp -c "SELECT fence.unlock_all()" >/dev/null
 
 # 3. Another owner.
 psql -X -q -c 'DROP ROLE IF EXISTS fence_test_seq_owner' -c 'CREATE ROLE fence_test_seq_owner'
