@@ -17,7 +17,8 @@
 #     leader and leader --watch print an empty CANDIDATE.
 #  8. Candidates waiting through a server restart, a terminated backend and
 #     a cancelled wait keep campaigning (application_name = candidate);
-#     when the leader resigns, one of them is elected.
+#     when the leader resigns, one of them is elected; so does a waiting
+#     run --lease --wait whose backend is terminated.
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without fence.campaign.
 set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
@@ -191,6 +192,17 @@ if [ -n "${FENCE_CLUSTER_CTL:-}" ]; then
 		"$([ "$(cat "$T/F1.token")" -gt "$hterm" ] && [ "$(cat "$T/F2.token")" -gt "$hterm" ] && echo yes || echo no)" yes
 	grep -q 'campaign failed: .*trying again' "$T/F1.err"
 	is "F1 said it campaigns again" $? 0
+	# run --lease --wait shares the path: its terminated wait is made again.
+	ltok=$(psql -X -At -c "SELECT fence.lease_acquire('rw', '5 min', 'holder')")
+	"$PGF" run --lease 60s --wait 60s --holder RW rw -- true 2>"$T/rw.err" & RW=$!
+	rwpid() { psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'RW' AND state = 'active' AND query LIKE '%lease_acquire(%'"; }
+	for _ in $(seq 1 400); do [ -n "$(rwpid)" ] && break; sleep 0.05; done
+	p1=$(rwpid)
+	psql -X -At -c "SELECT pg_terminate_backend($p1)" >/dev/null
+	for _ in $(seq 1 400); do p2=$(rwpid); [ -n "$p2" ] && [ "$p2" != "$p1" ] && break; sleep 0.05; done
+	is "run --lease --wait waits again after its backend is terminated" "$([ -n "$p2" ] && [ "$p2" != "$p1" ] && echo yes || echo no)" yes
+	psql -X -At -c "SELECT fence.lease_release('rw', $ltok)" >/dev/null
+	wait "$RW"; is "...and gets the lease when it is released, exit 0" $? 0
 else
 	echo "ok - # SKIP restart: not under scripts/temp-cluster.sh"
 fi
