@@ -49,8 +49,12 @@ struct LeaderWatchImpl;
 /** An election's leader, as fence.leader(name) reports it (times are the server's clock). */
 struct Leader
 {
-	/** The candidate ID the leader campaigned with. */
-	std::string candidate;
+	/**
+	 * The candidate ID the leader campaigned with; std::nullopt when the
+	 * leadership is a lease acquired without a holder (fence.lease_acquire
+	 * with holder NULL: fence.leader's candidate is NULL then).
+	 */
+	std::optional<std::string> candidate;
 	/** Its term: the fencing token of this leadership (> 0). */
 	std::int64_t term = 0;
 	/** When it was elected. */
@@ -196,7 +200,12 @@ public:
 	 * on_elected has been called, the renewer runs), false when `wait`
 	 * elapsed with another leader in office.  Already leader: returns true
 	 * at once.  After a loss or a resign it campaigns again, for a new and
-	 * higher term.  Errors as fence::Lease::try_acquire_for's:
+	 * higher term.  A connection lost, terminated or restarted while
+	 * campaigning, or a cancel of the server-side wait by someone else, is
+	 * retried with backoff (ElectionOptions::on_retry) until `wait` ends,
+	 * as in fence::Lease::try_acquire_for.  The campaign's connections
+	 * have the candidate as application_name unless the conninfo sets one.
+	 * Errors as fence::Lease::try_acquire_for's:
 	 * pqxx::broken_connection, pqxx::sql_error with sqlstate() (3F000 no
 	 * extension, 42883 no fence.campaign, 22023 a TTL the server refuses,
 	 * 25006 on a standby, 57014 cancelled).

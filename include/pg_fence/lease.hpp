@@ -141,7 +141,12 @@ using RetryCallback = std::function<void(const std::string &message)>;
 
 struct LeaseOptions
 {
-	/** Stored as fence.leases.holder (fence.locks.holder); empty: NULL. */
+	/**
+	 * Stored as fence.leases.holder (fence.locks.holder); empty: NULL.
+	 * Non-empty, it is also the application_name of the lease's
+	 * connections (pg_stat_activity) unless the conninfo or PGAPPNAME
+	 * sets one (libpq's fallback_application_name).
+	 */
 	std::string holder;
 	/** See fence::LossCallback; may be empty. */
 	LossCallback on_lost;
@@ -263,8 +268,18 @@ public:
 	 * When the wait took long, the grant is confirmed at once with one
 	 * lease_renew, so that the local deadline counts from the confirmation
 	 * (nullopt in the rare case that it expired before the answer arrived).
-	 * With a zero `wait` it is try_acquire.  Errors as try_acquire's, and
-	 * sql_error 57014 if the wait is cancelled on the server.
+	 * A transient failure during the wait, once the first connection was
+	 * made (the connection lost or terminated, the server restarting or
+	 * failing over, a cancel of the wait by someone else: 57014, 57P01...,
+	 * class 08), does not end it: the call is made again, on a new
+	 * connection if needed, after a backoff (50 ms, doubling up to the
+	 * renew interval or 5 s, whichever is less; on_retry says so each
+	 * time), for the part of `wait` that is left (fence.campaign of the
+	 * same candidate returns the same term if the lost call had won).
+	 * Only when `wait` has no time left for another try is the failure
+	 * thrown.  With a zero `wait` it is try_acquire.  Errors as
+	 * try_acquire's, and sql_error 57014 if the wait is cancelled on the
+	 * server too late to try again.
 	 */
 	static std::optional<Lease> try_acquire_for(const std::string        &conninfo,
 												const std::string        &name,

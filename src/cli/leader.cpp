@@ -10,6 +10,8 @@
  *	                        (nothing, exit 1, when there is no leader)
  *	  leader NAME --watch   TIME  leader  CANDIDATE  TERM   a leader (new term)
  *	                        TIME  none                     no leader
+ * CANDIDATE is empty when the leader has none (a lease acquired without
+ * a holder, e.g. fence.lease_acquire('x', '20 s')).
  * The first --watch line is the state at start.  The watch is a
  * fence::LeaderWatch (election.hpp): LISTEN pg_fence, fence.leader(NAME)
  * again on a notification about NAME and once at the leader's expires_at
@@ -55,10 +57,14 @@ IsoUtc(std::chrono::system_clock::time_point t)
 	return buf;
 }
 
-/* A candidate on one line: tabs and newlines become spaces. */
+/*
+ * A candidate on one line: tabs and newlines become spaces; no candidate
+ * (a lease acquired without a holder) is an empty field.
+ */
 std::string
-Cell(std::string s)
+Cell(const std::optional<std::string> &candidate)
 {
+	std::string s = candidate.value_or("");
 	for (char &c : s)
 		if (c == '\t' || c == '\n' || c == '\r')
 			c = ' ';

@@ -150,8 +150,15 @@ Msg(const char *fmt, ...)
 std::string
 Trim(std::string s)
 {
-	/* libpq messages may span lines; keep them on one line after "pg_fence: ". */
-	return client_internal::OneLine(std::move(s));
+	/*
+	 * libpq messages may span lines; keep them on one line after "pg_fence: ".
+	 * The client library's messages start with "pg_fence: " too: Msg adds it.
+	 */
+	s = client_internal::OneLine(std::move(s));
+	static const std::string kPrefix = "pg_fence: ";
+	while (s.compare(0, kPrefix.size(), kPrefix) == 0)
+		s.erase(0, kPrefix.size());
+	return s;
 }
 
 } // namespace fence::cli
@@ -217,6 +224,12 @@ main(int argc, char **argv)
 	catch (const pqxx::sql_error &e)
 	{
 		Msg("%s (SQLSTATE %s)", Trim(e.what()).c_str(), e.sqlstate().c_str());
+		/* 22023: a value the server refuses (a TTL above fence.max_lease_ttl...): a usage error. */
+		if (e.sqlstate() == "22023")
+		{
+			std::fprintf(stderr, "Try \"pg_fence --help\" for more information.\n");
+			return kExitUsage;
+		}
 		return kExitInternal;
 	}
 	catch (const std::invalid_argument &e)

@@ -273,6 +273,8 @@ ParseElect(const std::vector<std::string> &args)
 		{
 			if (v.empty())
 				throw UsageError{"--candidate must not be empty"};
+			if (v.size() > 1024)
+				throw UsageError{"--candidate is longer than 1024 bytes"};
 			o.holder = v;
 		}
 		else if (TakeOption(args, i, "--wait", "-w", &v))
@@ -306,7 +308,7 @@ ParseLeader(const std::vector<std::string> &args)
 	{
 		const std::string &a = args[i];
 		std::string        v;
-		if (!a.empty() && a[0] != '-')
+		if (a.empty() || a[0] != '-')
 		{
 			if (have_name)
 				throw UsageError{"unexpected argument \"" + a + "\" (one election NAME only)"};

@@ -215,6 +215,26 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 	return kExitInternal;
 }
 
+/* A server error after which campaigning again may succeed (pq_conn.cpp's IsTransient). */
+bool
+TransientSqlState(const std::string &s)
+{
+	return s.rfind("08", 0) == 0 || s.rfind("53", 0) == 0 || s.rfind("57P", 0) == 0 ||
+		   s == "57014" || s == "25006" || s == "40001" || s == "40P01" || s == "55P03";
+}
+
+/* Says why, then waits 1 s, or less when a signal arrives. */
+void
+CampaignRetryPause(const std::string &why)
+{
+	Msg("campaign failed: %s; trying again", why.c_str());
+	for (int i = 0; i < 20 && !SignalPending(); i++)
+	{
+		struct pollfd p = {SelfPipeReadFd(), POLLIN, 0};
+		(void) ::poll(&p, 1, 50);
+	}
+}
+
 } // namespace
 
 int
@@ -272,10 +292,30 @@ RunLease(const RunOptions &o)
 	{
 		if (o.elect && !o.wait)
 		{
-			/* elect waits until elected: in the server, one call per kCampaignChunk. */
+			/*
+			 * elect waits until elected: in the server, one call per
+			 * kCampaignChunk.  Within a call, transient failures are retried
+			 * (try_acquire_for); one that ends a call (at a chunk's end, or
+			 * the server still down when a new call connects) is retried here.
+			 */
 			while (!lease && !SignalPending())
-				lease =
-					fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, kCampaignChunk, lo);
+			{
+				try
+				{
+					lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl, kCampaignChunk,
+														  lo);
+				}
+				catch (const pqxx::broken_connection &e)
+				{
+					CampaignRetryPause(Trim(e.what()));
+				}
+				catch (const pqxx::sql_error &e)
+				{
+					if (!TransientSqlState(e.sqlstate()))
+						throw;
+					CampaignRetryPause(Trim(e.what()));
+				}
+			}
 		}
 		else
 			lease = fence::Lease::try_acquire_for(o.conninfo, o.name, o.ttl,

@@ -68,14 +68,16 @@ ThrowWatchOutcome(const PqOutcome &o)
 /*
  * One column, so that PqConn::Exec can return it: term, elected_at and
  * expires_at (epoch seconds), the seconds left before expires_at on the
- * server's clock, and the candidate last (it may contain tabs).
+ * server's clock, and the candidate last (it may contain tabs), as "c"
+ * followed by the candidate, or "n" when it is NULL (a lease acquired
+ * without a holder: concat_ws would drop a NULL field).
  */
 std::string
 LeaderQuery(const PqConn &conn, const std::string &name)
 {
 	return "SELECT concat_ws(E'\\t', term, extract(epoch FROM elected_at), "
 		   "extract(epoch FROM expires_at), extract(epoch FROM expires_at - clock_timestamp()), "
-		   "candidate) FROM fence.leader(" +
+		   "coalesce('c' || candidate, 'n')) FROM fence.leader(" +
 		   conn.Literal(name) + ")";
 }
 
@@ -110,7 +112,10 @@ ParseLeader(const std::optional<std::string> &value, Clock::duration *left)
 	l.term = std::stoll(f[0]);
 	l.elected_at = FromEpoch(f[1]);
 	l.expires_at = FromEpoch(f[2]);
-	l.candidate = value->substr(start);
+	if (start >= value->size() || ((*value)[start] != 'c' && (*value)[start] != 'n'))
+		throw std::runtime_error("pg_fence: unexpected fence.leader row: " + *value);
+	if ((*value)[start] == 'c')
+		l.candidate = value->substr(start + 1);
 	if (left)
 		*left = std::chrono::duration_cast<Clock::duration>(
 			std::chrono::duration<double>(std::max(0.0, std::strtod(f[3].c_str(), nullptr))));
@@ -207,7 +212,7 @@ struct LeaderWatchImpl
 			if (n.token <= last_term)
 				return;
 			Leader l;
-			l.candidate = n.holder.value_or("");
+			l.candidate = n.holder;
 			l.term = n.token;
 			l.elected_at = FromIsoUtc(n.at);
 			l.expires_at = FromIsoUtc(n.expires_at);
@@ -262,8 +267,29 @@ struct LeaderWatchImpl
 		return ::poll(&p, 1, ms) == 0;
 	}
 
+	/* The thread's top: nothing may escape it (it would call std::terminate). */
 	void
 	Loop() noexcept
+	{
+		for (;;)
+		{
+			try
+			{
+				LoopBody();
+				return;
+			}
+			catch (...)
+			{
+				/* out of memory in a message: close and start over */
+				conn.Close();
+				if (!Sleep(std::chrono::seconds(1)))
+					return;
+			}
+		}
+	}
+
+	void
+	LoopBody()
 	{
 		Clock::duration backoff = std::chrono::milliseconds(50);
 		for (;;)
@@ -303,6 +329,12 @@ struct LeaderWatchImpl
 			{
 				r.kind = PqOutcome::kConnectionLost;
 				r.message = e.what();
+				conn.Close();
+			}
+			catch (...)
+			{
+				r.kind = PqOutcome::kConnectionLost;
+				r.message = "unknown error";
 				conn.Close();
 			}
 			if (r.kind == PqOutcome::kStopped)
@@ -374,9 +406,9 @@ LeaderWatch::LeaderWatch(const std::string &conninfo, const std::string &name,
 		{
 			first = raw->Read(raw->stop_rd);
 		}
-		catch (const std::exception &)
+		catch (...)
 		{
-			raw->conn.Close();
+			raw->conn.Close(); /* Loop reconnects and reports through on_retry */
 		}
 		if (first.kind == PqOutcome::kStopped)
 			return;

@@ -234,18 +234,34 @@ struct LeaseImpl
 	Connect(Clock::time_point deadline, int stop_fd)
 	{
 		backend_pid.store(0);
-		PqOutcome c =
-			conn.Connect(conninfo, std::min(deadline, Clock::now() + connect_timeout), stop_fd);
+		/* application_name: the holder (candidate), unless the conninfo sets one. */
+		PqOutcome c = conn.Connect(conninfo, std::min(deadline, Clock::now() + connect_timeout),
+								   stop_fd, holder);
 		if (c.ok())
 			backend_pid.store(conn.backend_pid());
 		return c;
 	}
 
 	void RenewerLoop() noexcept;
+	void RenewerLoopBody();
 };
 
+/* The renewer thread's top: nothing may escape it (it would call std::terminate). */
 void
 LeaseImpl::RenewerLoop() noexcept
+{
+	try
+	{
+		RenewerLoopBody();
+	}
+	catch (...)
+	{
+		ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: internal error");
+	}
+}
+
+void
+LeaseImpl::RenewerLoopBody()
 {
 	constexpr std::chrono::milliseconds kFirstBackoff(50);
 	Clock::time_point                   next = Clock::now() + interval;
@@ -453,25 +469,72 @@ Lease::try_acquire_for(const std::string &conninfo, const std::string &name,
 	impl->stop_rd = fds[0];
 	impl->stop_wr = fds[1];
 
-	PqOutcome c = impl->Connect(Clock::time_point::max(), interrupt_fd);
-	if (c.kind == PqOutcome::kStopped)
-		return std::nullopt;
-	if (!c.ok())
-		detail::ThrowOutcome(c, "");
-
 	/*
 	 * One call; the server waits (queued, woken at a release or an expiry)
-	 * up to `wait`.  Bounded on this side too: wait + TTL for the statement
-	 * (its statement_timeout) plus connect_timeout for the answer to travel.
+	 * up to what is left of `wait`.  Bounded on this side too: the wait
+	 * left + TTL for the statement (its statement_timeout) plus
+	 * connect_timeout for the answer to travel.  Once connected, a
+	 * transient failure (the connection lost, the server restarting, a
+	 * cancel by someone else: IsTransient) is retried after a backoff
+	 * (50 ms, doubling up to min(renew interval, 5 s)) while `wait` has
+	 * time left, on a new connection when it broke; the first connection
+	 * failing, anything else, or a failure with no time left is thrown.
 	 */
-	Clock::time_point sent = Clock::now();
-	std::string       sql = impl->AcquireCall(wait);
-	PqOutcome         r =
-		impl->conn.Exec(sql, sent + wait + ttl + impl->connect_timeout, interrupt_fd, true);
-	if (r.kind == PqOutcome::kStopped)
-		return std::nullopt;
-	if (!r.ok())
-		detail::ThrowOutcome(r, sql);
+	const Clock::time_point wait_end = Clock::now() + wait;
+	const Clock::duration   max_backoff = std::max<Clock::duration>(
+        std::chrono::milliseconds(50),
+        std::min<Clock::duration>(impl->interval, std::chrono::seconds(5)));
+	Clock::duration   backoff = std::chrono::milliseconds(50);
+	bool              ever_connected = false;
+	Clock::time_point sent;
+	std::string       sql;
+	PqOutcome         r;
+	for (;;)
+	{
+		PqOutcome c;
+		if (!impl->conn.connected())
+		{
+			c = impl->Connect(Clock::time_point::max(), interrupt_fd);
+			if (c.kind == PqOutcome::kStopped)
+				return std::nullopt;
+			if (!c.ok() && !ever_connected)
+				detail::ThrowOutcome(c, "");
+			ever_connected = ever_connected || c.ok();
+		}
+		if (c.ok())
+		{
+			sent = Clock::now();
+			auto left =
+				std::max(std::chrono::milliseconds::zero(),
+						 std::chrono::duration_cast<std::chrono::milliseconds>(wait_end - sent));
+			sql = impl->AcquireCall(left);
+			r = impl->conn.Exec(sql, sent + left + ttl + impl->connect_timeout, interrupt_fd, true);
+			if (r.kind == PqOutcome::kStopped)
+				return std::nullopt;
+			if (r.ok())
+				break;
+		}
+		else
+			r = c;
+		if (!client_internal::IsTransient(r) || Clock::now() + backoff >= wait_end)
+			detail::ThrowOutcome(r, sql);
+		/* A session the server is ending, or a standby: a fresh one next time. */
+		if (r.kind == PqOutcome::kServerError &&
+			(r.sqlstate.rfind("57P", 0) == 0 || r.sqlstate == "25006"))
+			impl->conn.Close();
+		impl->ReportRetry(std::string(impl->campaign ? "campaign" : "acquisition") +
+						  " failed: " + detail::Describe(r) + "; trying again");
+		struct pollfd p = {interrupt_fd, POLLIN, 0};
+		int           ms = static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count());
+		int n;
+		while ((n = ::poll(&p, 1, ms)) < 0 && errno == EINTR)
+		{
+		}
+		if (n > 0)
+			return std::nullopt; /* interrupted while backing off */
+		backoff = std::min(backoff * 2, max_backoff);
+	}
 	if (!r.value)
 		return std::nullopt;
 	impl->token = std::stoll(*r.value);

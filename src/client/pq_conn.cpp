@@ -129,11 +129,15 @@ PqConn::WaitFor(bool for_write, Clock::time_point deadline, int stop_fd)
 }
 
 PqOutcome
-PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd)
+PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd,
+				const std::string &fallback_application_name)
 {
 	Close();
-	const char *keys[] = {"dbname", nullptr};
-	const char *vals[] = {conninfo.c_str(), nullptr};
+	/* fallback_application_name: used unless conninfo or PGAPPNAME sets one. */
+	const char *keys[] = {"dbname", "fallback_application_name", nullptr};
+	const char *vals[] = {
+		conninfo.c_str(),
+		fallback_application_name.empty() ? nullptr : fallback_application_name.c_str(), nullptr};
 	/* expand_dbname: conninfo may be a connection string or a URI. */
 	conn_ = PQconnectStartParams(keys, vals, 1);
 	if (conn_ == nullptr)

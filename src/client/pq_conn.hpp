@@ -81,8 +81,11 @@ public:
 	 * Connects (closing any previous connection) with `conninfo` (libpq
 	 * connection string or URI; "" = PG* environment).  kOk with an empty
 	 * value, kConnectionLost with libpq's reason, kDeadline or kStopped.
+	 * A non-empty `fallback_application_name` is the session's
+	 * application_name unless conninfo or PGAPPNAME sets one.
 	 */
-	PqOutcome Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd);
+	PqOutcome Connect(const std::string &conninfo, Clock::time_point deadline, int stop_fd,
+					  const std::string &fallback_application_name = "");
 
 	/*
 	 * Runs `sql` (one or more statements, no parameters) and waits for

@@ -73,7 +73,8 @@ struct LeaderLog
 	{
 		return [this](const std::optional<fence::Leader> &l) {
 			std::lock_guard<std::mutex> lk(mu);
-			seen.push_back(l ? l->candidate + "/" + std::to_string(l->term) : "none");
+			seen.push_back(l ? l->candidate.value_or("(null)") + "/" + std::to_string(l->term)
+							 : "none");
 		};
 	}
 	std::string
@@ -256,6 +257,125 @@ TEST_CASE("Election: a leader whose backend is terminated and that stops renewin
 		CHECK(w(b.term()));
 		CHECK_FALSE(w(a_term));
 	}
+}
+
+/* The pid of the backend waiting in fence.campaign for `name` (0: none), and its application_name. */
+int
+CampaignerPid(pqxx::connection &c, const std::string &name, std::string *app = nullptr)
+{
+	pqxx::nontransaction tx(c);
+	pqxx::result         r = fence::pqxx_compat::ExecParams(
+				tx,
+				"SELECT pid, application_name FROM pg_stat_activity WHERE state = 'active' AND "
+						"strpos(query, 'fence.campaign(') > 0 AND strpos(query, $1) > 0 AND pid <> "
+						"pg_backend_pid()",
+				name);
+	if (r.size() != 1)
+		return 0;
+	if (app)
+		*app = r[0][1].as<std::string>();
+	return r[0][0].as<int>();
+}
+
+TEST_CASE("Election: a campaign rides out its backend being terminated or its wait cancelled, "
+		  "and is elected when the leader resigns",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string      name = Unique("campaign-reconnect");
+	pqxx::connection       sql("");
+	std::atomic<int>       retries{0};
+	fence::ElectionOptions bo = Candidate("B");
+	bo.on_retry = [&](const std::string &) { retries++; };
+	fence::Election b("", name, 60s, std::move(bo));
+	std::int64_t    holder_term;
+	{
+		pqxx::nontransaction tx(sql);
+		holder_term = ExecParams1(tx, "SELECT fence.campaign($1, 'holder', '5 min')", name)[0]
+						  .as<std::int64_t>();
+	}
+	std::atomic<int> result{-1};
+	std::thread      t([&] {
+        try
+        {
+            result = b.campaign(60s) ? 1 : 0;
+        }
+        catch (const std::exception &e)
+        {
+            WARN(e.what());
+            result = 2;
+        }
+    });
+	int              pid = 0;
+	std::string      app;
+	REQUIRE(WaitFor([&] { return (pid = CampaignerPid(sql, name, &app)) != 0; }, 20s));
+	CHECK(app == "B"); /* application_name: the candidate */
+	{
+		pqxx::nontransaction tx(sql);
+		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1)", pid)[0].as<bool>());
+	}
+	/* A new backend campaigns in its place. */
+	int pid2 = 0;
+	CHECK(WaitFor([&] { return (pid2 = CampaignerPid(sql, name)) != 0 && pid2 != pid; }, 20s));
+	CHECK(retries.load() >= 1);
+	/* Someone else cancels the wait (57014): it campaigns again. */
+	const int before = retries.load();
+	{
+		pqxx::nontransaction tx(sql);
+		CHECK(ExecParams1(tx, "SELECT pg_cancel_backend($1)", pid2)[0].as<bool>());
+	}
+	CHECK(WaitFor([&] { return retries.load() > before && CampaignerPid(sql, name) != 0; }, 20s));
+	CHECK(result.load() == -1);
+	{
+		pqxx::nontransaction tx(sql);
+		CHECK(ExecParams1(tx, "SELECT fence.resign($1, $2)", name, holder_term)[0].as<bool>());
+	}
+	t.join();
+	CHECK(result.load() == 1);
+	CHECK(b.is_leader());
+	CHECK(b.term() > holder_term);
+	CHECK(LeaderRow(sql, name) == "B/" + std::to_string(b.term()));
+}
+
+TEST_CASE("Election: a leader without a candidate (a lease acquired without a holder) is read, "
+		  "watched and observed",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string name = Unique("null-candidate");
+	pqxx::connection  sql("");
+	LeaderLog         watched;
+	/* Watching before it exists: the watch's thread meets it. */
+	fence::LeaderWatch w("", name, watched.callback());
+	REQUIRE(WaitFor([&] { return watched.last() == "none"; }, 10s));
+	std::int64_t token;
+	{
+		pqxx::nontransaction tx(sql);
+		token =
+			ExecParams1(tx, "SELECT fence.lease_acquire($1, '60 s')", name)[0].as<std::int64_t>();
+	}
+	const std::string expect = "(null)/" + std::to_string(token);
+	CHECK(WaitFor([&] { return watched.last() == expect; }, 10s));
+	std::optional<fence::Leader> l = fence::current_leader("", name);
+	REQUIRE(l);
+	CHECK_FALSE(l->candidate.has_value());
+	CHECK(l->term == token);
+	CHECK(l->expires_at > l->elected_at);
+	/* A watch and an observing Election started while it leads. */
+	LeaderLog              observed;
+	fence::ElectionOptions eo = Candidate("E");
+	eo.on_leader = observed.callback();
+	fence::Election e("", name, 10s, std::move(eo));
+	CHECK(WaitFor([&] { return observed.last() == expect; }, 10s));
+	REQUIRE(e.observed_leader());
+	CHECK_FALSE(e.observed_leader()->candidate.has_value());
+	CHECK_FALSE(e.campaign(0ms));
+	{
+		pqxx::nontransaction tx(sql);
+		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>());
+	}
+	CHECK(WaitFor([&] { return watched.last() == "none" && observed.last() == "none"; }, 10s));
+	CHECK(w.leader() == std::nullopt);
 }
 
 TEST_CASE("Election: observers see every new leader, a resign, and an expiry without a takeover",

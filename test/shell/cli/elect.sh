@@ -9,7 +9,16 @@
 #     elected with a higher term; the resumed one stops its command, exit 74.
 #  5. leader's exit codes (0 leader, 1 none); leader --watch prints each
 #     change (state at start, elected, resigned, expired) within a bound.
-#  6. Usage errors exit 64.
+#  6. Usage errors exit 64: also a candidate over 1024 bytes (before
+#     campaigning), a TTL above fence.max_lease_ttl (the server's 22023),
+#     an empty NAME for leader as for elect; server errors say "pg_fence: "
+#     once.
+#  7. A leader without a candidate (fence.lease_acquire without holder):
+#     leader and leader --watch print an empty CANDIDATE.
+#  8. Candidates waiting through a server restart, a terminated backend and
+#     a cancelled wait keep campaigning (application_name = candidate);
+#     when the leader resigns, one of them is elected; so does a waiting
+#     run --lease --wait whose backend is terminated.
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without fence.campaign.
 set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
@@ -135,5 +144,67 @@ kill -CONT "$H"; wait "$H"
 "$PGF" leader x --count 2 2>/dev/null; is "leader --count without --watch: 64" $? 64
 "$PGF" leader x --watch --count 0 2>/dev/null; is "leader --watch --count 0: 64" $? 64
 "$PGF" leader -d "host=/nonexistent-dir" x 2>/dev/null; is "leader, cannot connect: 69" $? 69
+long=$(head -c 1025 /dev/zero | tr '\0' x)
+"$PGF" elect n --candidate "$long" -- true 2>"$T/long.err"; is "elect --candidate of 1025 bytes: 64" $? 64
+is "...refused before campaigning" "$(grep -c campaigning "$T/long.err")" 0
+"$PGF" elect n --candidate "${long%x}" --wait 1ms -- true 2>/dev/null
+is "elect --candidate of 1024 bytes is accepted (elected, command run)" $? 0
+"$PGF" elect n --ttl 25h -- true 2>"$T/ttl.err"; is "elect --ttl 25h (above fence.max_lease_ttl): 64" $? 64
+grep -q '^pg_fence: .*exceeds fence.max_lease_ttl' "$T/ttl.err"
+is "...with the server's message" $? 0
+is "...prefixed \"pg_fence: \" once" "$(grep -c 'pg_fence: pg_fence' "$T/ttl.err")" 0
+"$PGF" run --lease 25h n -- true 2>/dev/null; is "run --lease 25h: 64" $? 64
+"$PGF" leader '' 2>"$T/empty.err"; is "leader '': 64" $? 64
+grep -q 'election NAME must not be empty' "$T/empty.err"
+is "...says NAME must not be empty, as elect ''" $? 0
+
+# 7. A leader without a candidate.
+ntok=$(psql -X -At -c "SELECT fence.lease_acquire('nullc', '60 s')")
+out=$("$PGF" leader nullc 2>"$T/nullc.err"); rc=$?
+is "leader of a lease without holder: 0" "$rc" 0
+is "...prints an empty CANDIDATE and the term" "$(printf '%s\n' "$out" | cut -f1,2)" "$(printf '\t%s' "$ntok")"
+out=$("$PGF" leader --watch --count 1 nullc 2>>"$T/nullc.err"); rc=$?
+is "leader --watch of a lease without holder: 0" "$rc" 0
+is "...prints leader, an empty CANDIDATE and the term" "$(printf '%s\n' "$out" | cut -f2-)" "$(printf 'leader\t\t%s' "$ntok")"
+psql -X -At -c "SELECT fence.lease_release('nullc', $ntok)" >/dev/null
+
+# 8. Candidates waiting through a restart, a terminated backend, a cancelled wait.
+if [ -n "${FENCE_CLUSTER_CTL:-}" ]; then
+	hterm=$(psql -X -At -c "SELECT fence.campaign('cc', 'holder', '5 min')")
+	for f in F1 F2; do
+		"$PGF" elect cc --candidate "$f" -- sh -c 'echo "$FENCE_TOKEN" > "$1/$2.token"' sh "$T" "$f" 2>"$T/$f.err" &
+		eval "$f=\$!"
+	done
+	apps() { psql -X -At -c "SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_activity WHERE query LIKE '%fence.campaign(%' AND state = 'active' AND pid <> pg_backend_pid()" 2>/dev/null; }
+	waitapps() { for _ in $(seq 1 400); do [ "$(apps)" = "F1,F2" ] && return 0; sleep 0.05; done; return 1; }
+	waitapps; is "two candidates wait in the server, application_name = candidate" "$(apps)" "F1,F2"
+	"$FENCE_CLUSTER_CTL" restart >/dev/null 2>&1
+	waitapps; is "after a restart, both campaign again" "$(apps)" "F1,F2"
+	is "F1 is still running" "$(alive "$F1")" alive
+	psql -X -At -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'F1' AND state = 'active'" >/dev/null
+	psql -X -At -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'F2' AND state = 'active'" >/dev/null
+	sleep 0.2
+	waitapps; is "after pg_terminate_backend (F1) and pg_cancel_backend (F2), both campaign again" "$(apps)" "F1,F2"
+	is "the leader's term survived the restart" "$(psql -X -At -c "SELECT fence.resign('cc', $hterm)")" t
+	wait "$F1"; is "F1 is elected after the resign and exits 0" $? 0
+	wait "$F2"; is "F2 is elected after F1 and exits 0" $? 0
+	is "both ran with a term above the old leader's" \
+		"$([ "$(cat "$T/F1.token")" -gt "$hterm" ] && [ "$(cat "$T/F2.token")" -gt "$hterm" ] && echo yes || echo no)" yes
+	grep -q 'campaign failed: .*trying again' "$T/F1.err"
+	is "F1 said it campaigns again" $? 0
+	# run --lease --wait shares the path: its terminated wait is made again.
+	ltok=$(psql -X -At -c "SELECT fence.lease_acquire('rw', '5 min', 'holder')")
+	"$PGF" run --lease 60s --wait 60s --holder RW rw -- true 2>"$T/rw.err" & RW=$!
+	rwpid() { psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'RW' AND state = 'active' AND query LIKE '%lease_acquire(%'"; }
+	for _ in $(seq 1 400); do [ -n "$(rwpid)" ] && break; sleep 0.05; done
+	p1=$(rwpid)
+	psql -X -At -c "SELECT pg_terminate_backend($p1)" >/dev/null
+	for _ in $(seq 1 400); do p2=$(rwpid); [ -n "$p2" ] && [ "$p2" != "$p1" ] && break; sleep 0.05; done
+	is "run --lease --wait waits again after its backend is terminated" "$([ -n "$p2" ] && [ "$p2" != "$p1" ] && echo yes || echo no)" yes
+	psql -X -At -c "SELECT fence.lease_release('rw', $ltok)" >/dev/null
+	wait "$RW"; is "...and gets the lease when it is released, exit 0" $? 0
+else
+	echo "ok - # SKIP restart: not under scripts/temp-cluster.sh"
+fi
 
 [ "$FAILS" -eq 0 ]
