@@ -27,23 +27,12 @@ SOCKDIR=$PGHOST
 STANDBY=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/standby
 STANDBY_LOG=$STANDBY.log
 
+# standby_free_port (the standbys' helpers, shared with the failover tests)
+. "$(dirname "$0")/../lib/standby.sh"
+
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qs() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$SPORT" -d "$DB" "$@"; }
 server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
-
-free_port() {
-	local p hex
-	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
-		[ "$p" -eq 5432 ] || [ "$p" -eq "$PGPORT" ] && continue
-		hex=$(printf ':%04X ' "$p")
-		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null && continue
-		[ -e "$SOCKDIR/.s.PGSQL.$p" ] && continue
-		echo "$p"
-		return 0
-	done
-	return 1
-}
 
 cleanup() {
 	local rc=$?
@@ -66,7 +55,7 @@ cleanup() {
 reset_conf=
 trap cleanup EXIT
 
-SPORT=$(free_port) || { echo "no free port for the standby"; exit 1; }
+SPORT=$(standby_free_port) || { echo "no free port for the standby"; exit 1; }
 
 [ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no streaming replication"; exit 77; }
 
