@@ -22,16 +22,15 @@
  *	    function under the column's collation (values equal by the type's
  *	    equality hash alike; collisions merge two resources' marks, which
  *	    can only reject more, never accept a stale token);
- *	 3. locks the mark (as SELECT ... FOR NO KEY UPDATE would, without SPI)
- *	    or creates it (INSERT ... ON CONFLICT, for a mark created
- *	    meanwhile), and compares: equal is accepted (the same holder
- *	    appending again: no new row version), higher raises the mark,
- *	    lower raises FN001 (RaiseMark, src/insert_marks.cpp).
- * The mark's row lock (or its new version) is held until the inserting
- * transaction ends, so inserters of one resource serialize: a zombie's
- * INSERT that was not yet committed when a newer holder raised the mark
- * either commits first (and is ordered before it) or waits and is
- * rejected.  A rollback takes the mark's change with it.
+ *	 3. locks the resource and compares the token with its mark: equal is
+ *	    accepted (the same holder appending again: nothing is written,
+ *	    and the backend's copy of the mark usually spares reading it),
+ *	    higher raises the mark, none yet creates it, lower raises FN001
+ *	    (RaiseMark, src/insert_marks.cpp).
+ * Writers of one resource serialize until they end, so a zombie's INSERT
+ * that was not yet committed when a newer holder raised the mark either
+ * commits first (and is ordered before it) or waits and is rejected.  A
+ * rollback takes the mark's change with it.
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; it runs inside fence::Entry (the guard trigger's).

@@ -5,33 +5,54 @@
  *	  raise or create one per written row (include/ext/insert_marks.hpp).
  *
  * RaiseMark runs for every row written to a table guarded with resource
- * columns, so its common case has a path of its own: the mark exists and
- * the row presents its token again (a holder appending to its stream).
- * That path does what "SELECT token FROM fence.insert_marks WHERE guard_id
- * = $1 AND resource_hash = $2 FOR NO KEY UPDATE" does, without SPI or the
- * executor (LockMark):
+ * columns.  Its rule: the writers of one resource serialize until they
+ * commit, so that a stale holder's write either commits before a newer
+ * holder's raise of the mark or waits for it and is rejected.  Its common
+ * case is a holder appending to its stream again (the row presents the
+ * token the mark holds), and that case writes nothing and reads no table:
  *
- *	 1. like SPI before a statement, CommandCounterIncrement and the
- *	    transaction's snapshot (a new one per call under READ COMMITTED, so
- *	    the mark this transaction raised for an earlier row is seen);
- *	 2. the primary key index of fence.insert_marks, scanned for the
- *	    (guard_id, resource_hash) key: the visible version of the mark;
- *	 3. table_tuple_lock of that version, LockTupleNoKeyExclusive, waiting
- *	    for a writer that holds it, with the flags ExecLockRows uses: under
- *	    READ COMMITTED it follows the update chain to the newest version
- *	    and locks that one (its token is what counts); under REPEATABLE
- *	    READ and SERIALIZABLE a mark changed since the snapshot is a
- *	    serialization failure (40001), as for SELECT ... FOR NO KEY UPDATE.
- *	    A mark deleted meanwhile counts as missing.
+ *	 1. the resource's lock in the lock manager (an advisory lock,
+ *	    lock_tag.hpp kMarkLockTagClass, ExclusiveLock), held until the
+ *	    transaction ends: a raise waits for every writer that holds it;
+ *	 2. this backend's copy of the mark (mark_cache.hpp), valid while the
+ *	    change count of the mark's stripe has not moved since the copy was
+ *	    read: equal to the token, the row is accepted (READ COMMITTED only;
+ *	    under REPEATABLE READ and SERIALIZABLE the mark is always read as in
+ *	    step 3, for the snapshot's rule and the predicate locks).
  *
- * Raising a mark (a new holder's first write) and creating one (a
- * resource's first write) stay SPI statements (UPDATE, INSERT ... ON
- * CONFLICT), run as the table's owner (SECURITY_RESTRICTED): they happen
- * once per holder and resource, and ON CONFLICT settles two first writers
- * of one resource.  The path above reads and locks the table without a
- * permission check, as the owner's statements would be allowed to; it runs
- * no user code, and the user's own table is untouched by it (its RLS and
- * privileges apply to the INSERT itself, as before).
+ * Otherwise the mark is read and its row locked, as "SELECT token FROM
+ * fence.insert_marks WHERE guard_id = $1 AND resource_hash = $2 FOR NO KEY
+ * UPDATE" would, without SPI or the executor (ReadMark):
+ *
+ *	 3. like SPI before a statement, CommandCounterIncrement and the
+ *	    transaction's snapshot (a new one per call under READ COMMITTED);
+ *	    the primary key index scanned for the (guard_id, resource_hash)
+ *	    key; table_tuple_lock of the version found, LockTupleNoKeyExclusive,
+ *	    waiting, with the flags ExecLockRows uses: under READ COMMITTED it
+ *	    follows the update chain to the newest version (its token is what
+ *	    counts); under REPEATABLE READ and SERIALIZABLE a mark changed
+ *	    since the snapshot is a serialization failure (40001).
+ *
+ * A raise or a creation (a new holder's first write, a resource's first
+ * write) runs an SPI statement as the table's owner (UPDATE, INSERT ... ON
+ * CONFLICT), after counting the change on the stripe, while the writer
+ * holds the resource's lock and the mark's row lock.
+ *
+ * The resource's lock is held until the transaction ends by its first
+ * ResourceLockLimit() resources only (half of max_locks_per_transaction),
+ * so that a bulk INSERT or COPY of many resources does not fill the shared
+ * lock table.  Past the limit a transaction relies on the row lock of
+ * step 3 alone, and takes the resource's lock for a raise or a creation
+ * only, from before it locks the row until the change is counted and
+ * written: later writers then miss their copies (the count moved) and wait
+ * on the row lock for the raise to end.  It never waits for the resource's
+ * lock while it holds the mark's row lock, so the two locks cannot
+ * deadlock (a raise is foreseen by reading the mark unlocked first).
+ *
+ * The paths above read and lock the table without a permission check, as
+ * the owner's statements would be allowed to; they run no user code, and
+ * the user's own table is untouched by them (its RLS and privileges apply
+ * to the INSERT itself, as before).
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; it runs inside fence::Entry (the guard trigger's or
@@ -49,6 +70,8 @@
 #include "ext/compat.hpp"
 #include "ext/extension_table.hpp"
 #include "ext/fence_rule.hpp"
+#include "ext/lock_tag.hpp"
+#include "ext/mark_cache.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -60,6 +83,8 @@ extern "C" {
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "tcop/utility.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -182,18 +207,69 @@ OpenMarks(ExtensionTable *t)
 	}
 }
 
+/* Resource locks this transaction holds until it ends (ResourceLockLimit). */
+struct ResourceLockCount
+{
+	LocalTransactionId lxid;
+	int                taken;
+};
+
+ResourceLockCount g_resource_locks = {InvalidLocalTransactionId, 0};
+
 /*
- * Steps 1-3 of the header: locks the mark and returns true with its token
- * in *stored, or returns false if there is none (visible, or left after a
- * concurrent delete under READ COMMITTED).  The locks on the table and its
- * index are kept until the transaction ends, as the executor keeps them.
+ * How many resources a transaction holds the lock of until it ends: half
+ * of max_locks_per_transaction, the share of the shared lock table each
+ * transaction is sized for (PostgreSQL documentation, 20.12 Lock
+ * Management), so that a bulk INSERT or COPY of many resources does not
+ * run the lock table out of shared memory.
+ */
+int
+ResourceLockLimit()
+{
+	return Max(max_locks_per_xact / 2, 1);
+}
+
+/* The 64-bit hash in a resource's lock tag: of the guard number and the resource hash. */
+uint64
+ResourceLockKey(int64 guard_id, int64 resource_hash)
+{
+	const int64 key[2] = {guard_id, resource_hash};
+
+	return hash_bytes_extended(reinterpret_cast<const unsigned char *>(key), sizeof(key),
+							   kNameHashSeed);
+}
+
+/*
+ * Step 1 of the header: true if this transaction holds the resource's lock
+ * until it ends (now, or from an earlier row), false past the limit.
  */
 bool
-LockMark(int64 guard_id, int64 resource_hash, int64 *stored)
+HoldResourceLock(const LOCKTAG *tag)
 {
-	/* What the executor checks for a SELECT ... FOR NO KEY UPDATE of a table. */
-	PreventCommandIfReadOnly("SELECT FOR NO KEY UPDATE");
+	if (compat::HoldsLock(tag, ExclusiveLock))
+		return true;
 
+	LocalTransactionId lxid = compat::MyLocalXid();
+
+	if (g_resource_locks.lxid != lxid)
+		g_resource_locks = ResourceLockCount{lxid, 0};
+	if (g_resource_locks.taken >= ResourceLockLimit())
+		return false;
+	(void) LockAcquire(tag, ExclusiveLock, false, false);
+	g_resource_locks.taken++;
+	return true;
+}
+
+/*
+ * Step 3 of the header: the mark's token in *stored, true if there is a
+ * mark (visible, or left after a concurrent delete under READ COMMITTED).
+ * With lock_row, the mark's row is locked until the transaction ends, as
+ * the executor keeps its own; without, it is only read (the newest
+ * committed version, or this transaction's own).
+ */
+bool
+ReadMark(int64 guard_id, int64 resource_hash, bool lock_row, int64 *stored)
+{
 	ExtensionTable t;
 	Relation       marks = OpenMarks(&t);
 	Relation       pkey = index_open(t.pkey, AccessShareLock);
@@ -214,12 +290,16 @@ LockMark(int64 guard_id, int64 resource_hash, int64 *stored)
 
 	bool            found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	ItemPointerData tid;
+	bool            isnull;
 
 	if (found)
+	{
 		tid = slot->tts_tid;
+		*stored = DatumGetInt64(slot_getattr(slot, kTokenAttnum, &isnull));
+	}
 	index_endscan(scan);
 
-	if (found)
+	if (found && lock_row)
 	{
 		bool           xact_snapshot = IsolationUsesXactSnapshot();
 		int            flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS;
@@ -234,12 +314,8 @@ LockMark(int64 guard_id, int64 resource_hash, int64 *stored)
 		switch (result)
 		{
 			case TM_Ok:
-			{
-				bool isnull;
-
 				*stored = DatumGetInt64(slot_getattr(slot, kTokenAttnum, &isnull));
 				break;
-			}
 			case TM_Updated:
 				/* Only without FIND_LAST_VERSION: a transaction snapshot. */
 				ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -268,10 +344,9 @@ LockMark(int64 guard_id, int64 resource_hash, int64 *stored)
 	return found;
 }
 
-} /* namespace */
-
 /*
- * The hot path (LockMark) first; then, as the marks' owner:
+ * Raises the mark (found) or creates it, as the marks' owner, and returns
+ * whether token is accepted, with the mark's token in *stored:
  *	 - a higher token: UPDATE of the locked mark;
  *	 - no mark yet: INSERT ... ON CONFLICT DO UPDATE ... WHERE <strict
  *	   rule>, in case another writer created it meanwhile (it waits for
@@ -279,15 +354,8 @@ LockMark(int64 guard_id, int64 resource_hash, int64 *stored)
  *	   that wrote nothing, read what the locked mark holds.
  */
 bool
-RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
+WriteMark(bool found, int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
 {
-	bool found = LockMark(guard_id, resource_hash, stored);
-
-	if (found && !FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
-		return false;
-	if (found && *stored == token)
-		return true;
-
 	Oid   types[3] = {INT8OID, INT8OID, INT8OID};
 	Datum values[3] = {Int64GetDatum(guard_id), Int64GetDatum(resource_hash), Int64GetDatum(token)};
 	bool  accepted = true;
@@ -306,6 +374,7 @@ RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
 
 		if (rc != SPI_OK_UPDATE || SPI_processed != 1)
 			elog(ERROR, "insert mark of guard " INT64_FORMAT " vanished while locked", guard_id);
+		*stored = token;
 	}
 	else
 	{
@@ -337,6 +406,73 @@ RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
 	}
 	SPI_finish();
 	EndAsMarksOwner(saved);
+	return accepted;
+}
+
+} /* namespace */
+
+/*
+ * The steps of the header, in order: the resource's lock, the copy, the
+ * locked read, the raise or creation; past the limit, an unlocked read
+ * first foresees a raise or creation, which then takes the resource's lock
+ * from before the row lock until the change is written.
+ */
+bool
+RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
+{
+	/* What the executor checks for a SELECT ... FOR NO KEY UPDATE of a table. */
+	PreventCommandIfReadOnly("SELECT FOR NO KEY UPDATE");
+
+	/* Before any lock: attaching the shared block may raise an error. */
+	pg_atomic_uint64 *stripe = MarkStripe(guard_id, resource_hash);
+	Oid               marks_relid = Marks().relid;
+	bool              use_copy = stripe != nullptr && !IsolationUsesXactSnapshot();
+	LOCKTAG           tag;
+
+	SetLockTag(&tag, kMarkLockTagClass, ResourceLockKey(guard_id, resource_hash));
+
+	bool   held = HoldResourceLock(&tag);
+	bool   briefly = false;
+	uint64 changes = stripe != nullptr ? MarkChanges(stripe) : 0;
+
+	if (held && use_copy && CachedMark(marks_relid, guard_id, resource_hash, changes, stored))
+	{
+		if (*stored == token)
+			return true;
+		/* marks only rise: lower than a copy is lower than the mark */
+		if (!FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+			return false;
+	}
+	if (!held)
+	{
+		bool exists = ReadMark(guard_id, resource_hash, false, stored);
+
+		if (exists && !FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+			return false;
+		if (!exists || *stored != token)
+		{
+			(void) LockAcquire(&tag, ExclusiveLock, false, false);
+			briefly = true;
+		}
+	}
+
+	bool found = ReadMark(guard_id, resource_hash, true, stored);
+	bool accepted;
+
+	if (found && !FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+		accepted = false;
+	else if (found && *stored == token)
+		accepted = true;
+	else
+	{
+		if (stripe != nullptr)
+			changes = CountMarkChange(stripe);
+		accepted = WriteMark(found, guard_id, resource_hash, token, stored);
+	}
+	if (briefly)
+		(void) LockRelease(&tag, ExclusiveLock, false);
+	if (use_copy)
+		CacheMark(marks_relid, guard_id, resource_hash, changes, *stored);
 	return accepted;
 }
 

@@ -126,6 +126,8 @@ InitBlock(SharedBlock *b, int capacity)
 		for (int c = 0; c < (int) StatKind::kCount; c++)
 			pg_atomic_init_u64(&db->counters[c], 0);
 		pg_atomic_init_u64(&db->stats_reset, 0);
+		for (int m = 0; m < kMarkStripes; m++)
+			pg_atomic_init_u64(&db->mark_changes[m], 0);
 	}
 
 	Registry *r = BlockRegistry(b);

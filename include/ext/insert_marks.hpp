@@ -21,11 +21,15 @@ namespace fence {
 /*
  * Applies the fence rule (equal accepted) to the mark of (guard_id,
  * resource_hash): creates the mark or raises it to token and returns true,
- * or returns false with the stored token in *stored.  Either way the mark's
- * row is locked (FOR NO KEY UPDATE) or written by this transaction until
- * it ends, so writers of one resource serialize until commit, and a
- * rollback takes the change with it.  The marks are read and written as
- * the table's owner: the caller needs no privilege on fence.insert_marks.
+ * or returns false with the stored token in *stored.  Writers of one
+ * resource serialize until they end (on the resource's lock in the lock
+ * manager and on the mark's row lock; src/insert_marks.cpp says which a
+ * writer holds), so a stale writer commits before a newer holder's raise
+ * or waits for it and is rejected, and a rollback takes the change with
+ * it.  The common case (the token the mark holds, again) reads a copy of
+ * the mark kept by this backend (mark_cache.hpp).  The marks are read and
+ * written as the table's owner: the caller needs no privilege on
+ * fence.insert_marks.
  */
 bool RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored);
 

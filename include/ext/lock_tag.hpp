@@ -18,7 +18,10 @@
  *						(src/observability.cpp), and rebuilds the name hash
  *						as classid << 32 | objid;
  *	 kLeaseLockTagClass	the per-name lock a lease function holds while it
- *						reads or changes the lease's row (leases.hpp).
+ *						reads or changes the lease's row (leases.hpp);
+ *	 kMarkLockTagClass	the lock of one resource of a guarded table
+ *						(src/insert_marks.cpp), taken by its writers;
+ *						the hash is of (guard number, resource hash).
  *
  * The hash is hash_bytes_extended() with a pg_fence seed: 64 bits, not the
  * 32 of hashtext(), so distinct names do not share a lock in practice (a
@@ -44,8 +47,14 @@ constexpr uint16 kLockTagClass = 0x6665;
 /* Tag class of the per-name lease lock; "ff" in ASCII. */
 constexpr uint16 kLeaseLockTagClass = 0x6666;
 
-static_assert(kLockTagClass > 2 && kLeaseLockTagClass > 2 && kLockTagClass != kLeaseLockTagClass,
-			  "pg_fence's tag classes differ from each other and from pg_advisory_*'s");
+/* Tag class of the lock of one resource of a guarded table; "fg" in ASCII. */
+constexpr uint16 kMarkLockTagClass = 0x6667;
+
+static_assert(kLockTagClass > 2 && kLeaseLockTagClass > 2 && kMarkLockTagClass > 2,
+			  "pg_fence's tag classes differ from pg_advisory_*'s");
+static_assert(kLockTagClass != kLeaseLockTagClass && kLockTagClass != kMarkLockTagClass &&
+				  kLeaseLockTagClass != kMarkLockTagClass,
+			  "pg_fence's tag classes differ from each other");
 
 /* Seed of the name hash (any fixed value; "pg_fence" in ASCII). */
 constexpr uint64 kNameHashSeed = UINT64CONST(0x70675f66656e6365);

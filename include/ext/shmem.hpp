@@ -49,6 +49,9 @@ namespace fence {
 /* Databases with their own token counter and counters (first come). */
 constexpr int kDbSlots = 128;
 
+/* Change counts of guarded-INSERT marks per database (mark_cache.hpp). */
+constexpr int kMarkStripes = 256;
+
 /* Default and bounds of fence.max_locks (registry entries). */
 constexpr int kDefaultMaxLocks = 4096;
 
@@ -75,6 +78,9 @@ struct DbShared
 	/* counters of fence.stats() (stats.cpp) */
 	pg_atomic_uint64 counters[(int) StatKind::kCount];
 	pg_atomic_uint64 stats_reset; /* TimestampTz counting began; 0: not yet */
+
+	/* changes of guarded-INSERT marks, by stripe (mark_cache.hpp) */
+	pg_atomic_uint64 mark_changes[kMarkStripes];
 };
 
 /* Where the shared block lives in this server. */
