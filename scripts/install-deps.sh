@@ -9,7 +9,8 @@
 #             and libhiredis-dev (its C client, for bench/redis_path.cpp);
 #             etcd-server and etcd-client (etcd's lock, the hand-off
 #             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
-#             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl)
+#             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl);
+#             valgrind (bench/guard_insert_instructions.sh counts instructions)
 #   --patroni also patroni and etcd-server (make chaos PATRONI=1: the chaos
 #             test against a Patroni-managed pair with a throwaway etcd)
 #   --style   also clang-format (scripts/check-style.sh)
@@ -58,7 +59,7 @@ for arg in "$@"; do
 	esac
 done
 if $bench; then
-	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev)
+	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev valgrind)
 fi
 if $patroni; then
 	packages+=(patroni etcd-server)
