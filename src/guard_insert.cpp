@@ -13,7 +13,8 @@
  *
  * For each row, the BEFORE INSERT trigger
  *	 1. finds the row's token: its fence column when positive (tokens are
- *	    > 0, so NULL, 0 and a DEFAULT 0 present none), else the token the
+ *	    > 0, so NULL, 0 and a DEFAULT 0 present none; a negative value is
+ *	    presented, and refused with FN004 below), else the token the
  *	    write presents (fence.token set in this transaction,
  *	    presented_token.hpp), which it then stores in the fence column;
  *	    A token above every token the database has issued is refused first
@@ -206,7 +207,8 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 	int64     token;
 	bool      stamp = false;
 
-	if (!isnull && own > 0)
+	/* 0 presents none (DEFAULT 0); a negative value is refused below (FN004) */
+	if (!isnull && own != 0)
 		token = own;
 	else
 	{
@@ -225,7 +227,7 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 						   "fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
 					 : errdetail(
 						   "The new row's fence column \"%s\" is %s, which presents no token, and fence.token is not set in this transaction.",
-						   td->tg_trigger->tgargs[0], isnull ? "NULL" : "not positive"),
+						   td->tg_trigger->tgargs[0], isnull ? "NULL" : "0"),
 				 errhint(
 					 "Put the token into the fence column \"%s\" of the new row, or run SET LOCAL fence.token = <token> in the same transaction.",
 					 td->tg_trigger->tgargs[0])));

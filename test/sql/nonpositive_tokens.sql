@@ -22,6 +22,15 @@ BEGIN;
 SET LOCAL fence.token = 0;
 INSERT INTO np_tok VALUES (2, 's', 0, 0);
 ROLLBACK;
+-- a negative fence in the inserted row is presented, and refused, also
+-- when fence.token holds a real token (0 in the row presents none)
+INSERT INTO np_tok VALUES (3, 's', 0, -5);
+SELECT count(fence.unlock('np-tokens', fence.try_lock('np-tokens'))) > 0 AS issued
+  FROM generate_series(1, 3);
+BEGIN;
+SET LOCAL fence.token = 1;
+INSERT INTO np_tok VALUES (3, 's', 0, -1);
+ROLLBACK;
 -- with the check of issued tokens off (superuser): still refused
 SET fence.require_issued_tokens = off;
 SELECT fence.advance('np/resource', 0);
