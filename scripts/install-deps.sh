@@ -10,7 +10,7 @@
 #             etcd-server and etcd-client (etcd's lock, the hand-off
 #             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
 #             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl);
-#             valgrind (bench/guard_insert_instructions.sh counts instructions)
+#             valgrind (bench/instructions.sh counts instructions)
 #   --patroni also patroni and etcd-server (make chaos PATRONI=1: the chaos
 #             test against a Patroni-managed pair with a throwaway etcd)
 #   --style   also clang-format (scripts/check-style.sh)
