@@ -98,6 +98,13 @@ namespace {
 /* Presenting the mark's own token again is accepted (fence_rule.hpp). */
 constexpr bool kInsertAllowsEqual = true;
 
+/* The fence rule (fence_rule.hpp) between a mark and a token, equal accepted. */
+bool
+MarkAccepts(int64 mark, int64 token)
+{
+	return FenceAccepts(StoredFence{mark, false}, token, kInsertAllowsEqual);
+}
+
 /* Columns of fence.insert_marks, and of its primary key (guard_id, resource_hash). */
 constexpr AttrNumber kTokenAttnum = 3;
 constexpr AttrNumber kKeyGuardId = 1;
@@ -264,8 +271,9 @@ HoldResourceLock(const LOCKTAG *tag)
  * Step 3 of the header: the mark's token in *stored, true if there is a
  * mark (visible, or left after a concurrent delete under READ COMMITTED).
  * With lock_row, the mark's row is locked until the transaction ends, as
- * the executor keeps its own; without, it is only read (the newest
- * committed version, or this transaction's own).
+ * the executor keeps its own; without, the version the snapshot sees is
+ * only read (under READ COMMITTED the newest committed one, or this
+ * transaction's own).
  */
 bool
 ReadMark(int64 guard_id, int64 resource_hash, bool lock_row, int64 *stored)
@@ -401,7 +409,7 @@ WriteMark(bool found, int64 guard_id, int64 resource_hash, int64 token, int64 *s
 			if (!RunForToken(read, values, SPI_OK_SELECT, stored))
 				elog(ERROR, "insert mark of guard " INT64_FORMAT " vanished while locked",
 					 guard_id);
-			accepted = FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual);
+			accepted = MarkAccepts(*stored, token);
 		}
 	}
 	SPI_finish();
@@ -433,21 +441,21 @@ RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
 
 	bool   held = HoldResourceLock(&tag);
 	bool   briefly = false;
-	uint64 changes = stripe != nullptr ? MarkChanges(stripe) : 0;
+	uint64 changes = use_copy ? MarkChanges(stripe) : 0;
 
 	if (held && use_copy && CachedMark(marks_relid, guard_id, resource_hash, changes, stored))
 	{
 		if (*stored == token)
 			return true;
 		/* marks only rise: lower than a copy is lower than the mark */
-		if (!FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+		if (!MarkAccepts(*stored, token))
 			return false;
 	}
 	if (!held)
 	{
 		bool exists = ReadMark(guard_id, resource_hash, false, stored);
 
-		if (exists && !FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+		if (exists && !MarkAccepts(*stored, token))
 			return false;
 		if (!exists || *stored != token)
 		{
@@ -459,7 +467,7 @@ RaiseMark(int64 guard_id, int64 resource_hash, int64 token, int64 *stored)
 	bool found = ReadMark(guard_id, resource_hash, true, stored);
 	bool accepted;
 
-	if (found && !FenceAccepts(StoredFence{*stored, false}, token, kInsertAllowsEqual))
+	if (found && !MarkAccepts(*stored, token))
 		accepted = false;
 	else if (found && *stored == token)
 		accepted = true;
