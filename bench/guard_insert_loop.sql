@@ -5,7 +5,7 @@
 --
 -- 20,000 INSERTs of one row each into a log of 1000 streams, each INSERT its
 -- own transaction (COMMIT in the loop, synchronous_commit = off: no flush
--- wait, but every transaction takes its XID, locks its stream's mark and
+-- wait, but every transaction takes its XID, takes its stream's lock and
 -- commits, as one pgbench transaction does); the row presents the token its
 -- stream's mark holds (a holder appending again). Guarded and unguarded
 -- twin alternate (g u u g), five times; the best time of each is kept.
