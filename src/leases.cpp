@@ -391,7 +391,10 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 {
 	NameArg name = GetNameArg(fcinfo, 0, "name");
 	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
-	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
+
+	CheckHolderArg(fcinfo, 2, "holder");
+
+	int64 wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
 
 	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait, false);
 }
@@ -519,9 +522,10 @@ ReleaseHolder(FunctionCallInfo fcinfo, bool resign)
  *	 Takes over an expired lease (new, larger token; LOG line).
  *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
  *	 waiting; kept to transaction end when granted; a row lock on the lease.
- *	 Errors: 22023 invalid name / ttl / wait; 42809 the name is held as a
- *	 semaphore (semaphores.cpp); 25006 in recovery or a read-only
- *	 transaction; 57014 cancel or statement_timeout while waiting.
+ *	 Errors: 22023 invalid name / holder (over 1024 bytes) / ttl / wait;
+ *	 42809 the name is held as a semaphore (semaphores.cpp); 25006 in
+ *	 recovery or a read-only transaction; 57014 cancel or statement_timeout
+ *	 while waiting.
  */
 FENCE_SQL_FUNCTION(fence_lease_acquire)
 {
