@@ -15,6 +15,10 @@
 
 #include "ext/boundary.hpp"
 
+extern "C" {
+#include "access/detoast.h"
+}
+
 namespace fence {
 
 void
@@ -42,6 +46,23 @@ GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname)
 						errdetail("Names are at most %d bytes long; this one has %d bytes.",
 								  kMaxNameBytes, name.len)));
 	return name;
+}
+
+void
+CheckHolderArg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		return;
+
+	/* the length without detoasting: a compressed megabyte is refused as it is */
+	Size len = toast_raw_datum_size(PG_GETARG_DATUM(argno)) - VARHDRSZ;
+
+	if (len > (Size) kMaxNameBytes)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("argument \"%s\" is too long", argname),
+						errdetail("A holder is at most %d bytes long, like a name; this one has "
+								  "%zu bytes.",
+								  kMaxNameBytes, len)));
 }
 
 char *

@@ -9,10 +9,11 @@
  * A try reads every row of the name (one index range scan, on the latest
  * snapshot, under the name's advisory lock: design notes 1 and 2 of
  * leases.cpp) and grants iff fewer than the caller's permits (1 for a
- * lease) are unexpired: it takes over the lowest expired slot, else
- * inserts the lowest unused slot number, with a token drawn only then
- * (note 3).  A lease's row has permits NULL; while a name has an unexpired
- * row of the other kind the try raises 42809 (semaphores.cpp says why).
+ * lease) are unexpired: it takes over the lowest expired slot (and
+ * deletes the name's other expired rows), else inserts the lowest unused
+ * slot number, with a token drawn only then (note 3).  A lease's row has
+ * permits NULL; while a name has an unexpired row of the other kind the
+ * try raises 42809 (semaphores.cpp says why).
  *
  * Waiting joins the name's queue (lease_wait.hpp), one queue for leases
  * and semaphores alike: the head tries, and sleeps until the earliest
@@ -136,6 +137,21 @@ RenewOwnLeadership(Datum name, int64 token, Oid caller, TimestampTz now, Timesta
 	return LeaseExec(kRenew, values, nulls, SPI_OK_UPDATE) == 1;
 }
 
+/*
+ * A takeover of one expired slot (`slot`) removes the name's other expired
+ * rows (permits of a semaphore that nobody took again, a lease's row beside
+ * expired permits), so that after a takeover every row of the name is a
+ * holder.  Under the name's lock, like every change of its rows.
+ */
+void
+PurgeOtherExpired(Datum name, TimestampTz now, int32 slot)
+{
+	Datum      values[3] = {name, TimestampTzGetDatum(now), Int32GetDatum(slot)};
+	const char nulls[3] = {' ', ' ', ' '};
+
+	(void) LeaseExec(kPurge, values, nulls, SPI_OK_DELETE);
+}
+
 /* What one try of lease_acquire found. */
 enum class Attempt
 {
@@ -188,7 +204,7 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 	uint64      n;
 	int32       live = 0;
 	TimestampTz first_expiry = 0;
-	bool        have_expired = false;
+	int32       n_expired = 0; /* expired rows of the name */
 	HolderInfo  expired = {};
 	int64       own_term = 0;  /* a campaign by the current leader: its term */
 	int32       free_slot = 0; /* lowest slot number not in use */
@@ -226,11 +242,10 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 				SameHolder(fcinfo, spec, row_holder, holder_null))
 				own_term = row_token;
 		}
-		else if (!have_expired)
+		else if (n_expired++ == 0)
 		{
 			text *h = holder_null ? nullptr : DatumGetTextPP(row_holder);
 
-			have_expired = true;
 			expired.kind = RowKind(row_is_lease, row_elected);
 			expired.token = row_token;
 			expired.holder = h == nullptr ? nullptr : VARDATA_ANY(h);
@@ -262,7 +277,7 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 	}
 
 	*token = IssueToken();
-	if (have_expired)
+	if (n_expired > 0)
 	{
 		HolderInfo granted = GrantedHolder(fcinfo, spec, *token, expires, expired.slot);
 
@@ -273,6 +288,8 @@ TryAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64
 			elog(ERROR, "lease \"%s\" changed while locked", NameCString(name));
 		/* expired.holder points into the SPI tuple: before LeaseEnd */
 		NotifyHolderChange(name, HolderEvent::kTakenOver, &granted, &expired, now);
+		if (n_expired > 1)
+			PurgeOtherExpired(values[0], now, expired.slot);
 		LeaseEnd(&call, true);
 		ReportLeaseTakeover(NameCString(name), expired.token, *token, now - expired.expires_at);
 	}

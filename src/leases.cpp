@@ -45,7 +45,9 @@
  * 3. No token burnt on a busy call.  lease_acquire reads the row first
  *	  (one index lookup) and draws a token (fence::IssueToken, durable before
  *	  use) only when it will grant: INSERT for a free name, UPDATE for an
- *	  expired lease (a takeover, reported with its LOG line).
+ *	  expired lease (a takeover, reported with its LOG line; the name's
+ *	  other expired rows are deleted with it).  An expired row that nobody
+ *	  takes over stays until fence.lease_purge (lease_purge.cpp) deletes it.
  *
  * 4. Rights.  The functions are SECURITY INVOKER C functions that switch
  *	  to the owner of fence.leases around their SPI statements (the user
@@ -55,8 +57,8 @@
  *		SECURITY DEFINER C function cannot see (fmgr hides it);
  *	  - a SET clause would save and restore a GUC on every call;
  *	  - the statements are fully qualified (fence.leases,
- *		OPERATOR(pg_catalog.=)), contain no type names (parameter types are
- *		given by OID) and no function calls, so search_path plays no part:
+ *		OPERATOR(pg_catalog.=), pg_catalog.min), contain no type names
+ *		(parameter types are given by OID), so search_path plays no part:
  *		STYLE 2.6's "SET search_path or fully qualified names".
  *	  Nobody else can write the table (REVOKE ALL FROM PUBLIC).
  *
@@ -119,8 +121,9 @@ struct StmtDef
 };
 
 /*
- * Every operator is pg_catalog's and every relation is qualified; parameter
- * types come from the OIDs, so no name here depends on search_path.
+ * Every operator and function is pg_catalog's and every relation is
+ * qualified; parameter types come from the OIDs, so no name here depends on
+ * search_path.
  */
 const StmtDef kStmts[kNumStmts] = {
 	/* kSelect($1 name): every slot of the name, lowest first */
@@ -177,6 +180,17 @@ const StmtDef kStmts[kNumStmts] = {
 	 "ORDER BY slot",
 	 2,
 	 {TEXTOID, TIMESTAMPTZOID}},
+	/* kPurge($1 name, $2 cutoff, $3 slot kept: -1 for none) */
+	{"DELETE FROM fence.leases "
+	 "WHERE name OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.<=) $2 "
+	 "AND slot OPERATOR(pg_catalog.<>) $3",
+	 3,
+	 {TEXTOID, TIMESTAMPTZOID, INT4OID}},
+	/* kExpired($1 cutoff, $2 limit): oldest expiry first */
+	{"SELECT name FROM fence.leases WHERE expires_at OPERATOR(pg_catalog.<=) $1 "
+	 "GROUP BY name ORDER BY pg_catalog.min(expires_at), name LIMIT $2",
+	 2,
+	 {TIMESTAMPTZOID, INT8OID}},
 };
 
 SPIPlanPtr plans[kNumStmts];
@@ -391,7 +405,10 @@ LeaseAcquire(FunctionCallInfo fcinfo)
 {
 	NameArg name = GetNameArg(fcinfo, 0, "name");
 	int64   ttl = GetDurationArg(fcinfo, 1, "ttl", false);
-	int64   wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
+
+	CheckHolderArg(fcinfo, 2, "holder");
+
+	int64 wait = PG_NARGS() > 3 ? GetDurationArg(fcinfo, 3, "wait", true) : -1;
 
 	return AcquireLeaseSlot(fcinfo, name, ttl, 0, 2, wait, false);
 }
@@ -519,9 +536,10 @@ ReleaseHolder(FunctionCallInfo fcinfo, bool resign)
  *	 Takes over an expired lease (new, larger token; LOG line).
  *	 Locks: advisory ExclusiveLock (class 0x6666) on the name, without
  *	 waiting; kept to transaction end when granted; a row lock on the lease.
- *	 Errors: 22023 invalid name / ttl / wait; 42809 the name is held as a
- *	 semaphore (semaphores.cpp); 25006 in recovery or a read-only
- *	 transaction; 57014 cancel or statement_timeout while waiting.
+ *	 Errors: 22023 invalid name / holder (over 1024 bytes) / ttl / wait;
+ *	 42809 the name is held as a semaphore (semaphores.cpp); 25006 in
+ *	 recovery or a read-only transaction; 57014 cancel or statement_timeout
+ *	 while waiting.
  */
 FENCE_SQL_FUNCTION(fence_lease_acquire)
 {

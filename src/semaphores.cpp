@@ -65,6 +65,9 @@ SemaphoreAcquire(FunctionCallInfo fcinfo)
 						errdetail("The value given was %d.", permits)));
 
 	int64 ttl = GetDurationArg(fcinfo, 2, "ttl", false);
+
+	CheckHolderArg(fcinfo, 3, "holder");
+
 	int64 wait = PG_NARGS() > 4 ? GetDurationArg(fcinfo, 4, "wait", true) : -1;
 
 	return AcquireLeaseSlot(fcinfo, name, ttl, permits, 3, wait, false);
@@ -86,7 +89,8 @@ SemaphoreAcquire(FunctionCallInfo fcinfo)
  *	 fence.lease_renew / fence.lease_release and its token.
  *	 Locks: as fence.lease_acquire (advisory ExclusiveLock, class 0x6666, on
  *	 the name, without waiting; kept to transaction end when granted).
- *	 Errors: 22023 invalid name / permits (not 1..10000) / ttl / wait;
+ *	 Errors: 22023 invalid name / permits (not 1..10000) / holder (over
+ *	 1024 bytes) / ttl / wait;
  *	 42809 the name is held as a lease; 25006 in recovery or a read-only
  *	 transaction; 57014 cancel or statement_timeout while waiting.
  */

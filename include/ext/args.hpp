@@ -23,8 +23,8 @@
 namespace fence {
 
 /*
- * Longest lock, lease or resource name, in bytes (SPEC): the one place the
- * number is written.  SQL reads it from fence.max_name_bytes() (args.cpp).
+ * Longest lock, lease or resource name, and longest lease holder text, in
+ * bytes (SPEC): the one place the number is written.  SQL reads it from fence.max_name_bytes() (args.cpp).
  */
 constexpr int kMaxNameBytes = 1024;
 
@@ -40,6 +40,14 @@ void RequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 /* Argument argno as a lock/lease/resource name; raises 22023 if invalid. */
 NameArg GetNameArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+
+/*
+ * Argument argno as free text recorded with a lease (a lease's or a
+ * semaphore permit's holder): NULL and '' are allowed, more than
+ * kMaxNameBytes bytes raises 22023 naming the argument, so that no role can
+ * store megabytes in fence.leases with one call.
+ */
+void CheckHolderArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 
 /* NUL-terminated palloc'd copy of a name, for messages. */
 char *NameCString(NameArg name);

@@ -39,6 +39,10 @@ enum LeaseStmt
 	kResign,      /* as kRelease, for a lease (permits NULL) only */
 	kLeader,      /* ($1 name, $2 now): holder, token, granted_at, expires_at,
 				   * permits of the unexpired holders */
+	kPurge,       /* ($1 name, $2 cutoff, $3 slot kept or -1): deletes the
+				   * rows of the name that expired at or before cutoff */
+	kExpired,     /* ($1 cutoff, $2 limit): the names with a row that expired
+				   * at or before cutoff, oldest expiry first */
 	kNumStmts
 };
 

@@ -13,7 +13,8 @@ BEGIN
 END
 $$;
 
--- One row per lease or semaphore permit ever granted and not released.  A
+-- One row per lease or semaphore permit granted and not released, until it
+-- is taken over or purged (fence.lease_purge) after it expires.  A
 -- lease is a row with permits NULL (slot 0 unless it took over a semaphore's
 -- expired slot); a semaphore's permits are rows of the same
 -- name, one per holder, told apart by slot (permits: that of the granting
@@ -37,7 +38,7 @@ REVOKE ALL ON TABLE fence.leases FROM PUBLIC;
 GRANT SELECT ON TABLE fence.leases TO fence_admin;
 SELECT pg_catalog.pg_extension_config_dump('fence.leases', '');
 COMMENT ON TABLE fence.leases IS
-'pg_fence leases, leaderships and semaphore permits (name, fencing token, holder text, owner role OID, granted_at, expires_at, slot, permits: NULL for a lease, elected: granted by fence.campaign); changed only by fence.lease_acquire, fence.campaign, fence.semaphore_acquire, fence.lease_renew, fence.lease_release and fence.resign';
+'pg_fence leases, leaderships and semaphore permits (name, fencing token, holder text, owner role OID, granted_at, expires_at, slot, permits: NULL for a lease, elected: granted by fence.campaign); changed only by fence.lease_acquire, fence.campaign, fence.semaphore_acquire, fence.lease_renew, fence.lease_release, fence.resign and fence.lease_purge';
 
 --
 -- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an
@@ -52,7 +53,7 @@ AS 'MODULE_PATHNAME', 'fence_lease_acquire'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER COST 10000;
 
 COMMENT ON FUNCTION fence.lease_acquire(text, interval, text, interval) IS
-'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged). Raises 42809 while the name is held as a semaphore (fence.semaphore_acquire), 22023 for a NULL, empty or over-long name, a ttl that is NULL, not positive, not finite or longer than the superuser setting fence.max_lease_ttl (default 1 day), or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
+'Grants the lease "name" for ttl from now (server clock at the grant, not transaction start) to the calling role, records holder, and returns its new fencing token. While an unexpired lease of that name is held or being acquired by anyone: without wait (NULL, the default) returns NULL at once; with wait, waits in the server (queued first come, first served; woken when a release commits or at the expiry; wait event PgFenceLease on 17+) up to wait, then returns NULL holding nothing. An expired lease is taken over with a larger token (logged), and the name''s other expired rows are deleted. Raises 42809 while the name is held as a semaphore (fence.semaphore_acquire), 22023 for a NULL, empty or over-long name, a holder over 1024 bytes, a ttl that is NULL, not positive, not finite or longer than the superuser setting fence.max_lease_ttl (default 1 day), or a wait that is not positive or not finite, 25006 during recovery or in a read-only transaction, 57014 when a wait is cancelled or hits statement_timeout (nothing held).';
 
 CREATE FUNCTION fence.lease_renew(name text, token bigint, ttl interval)
 RETURNS boolean
@@ -69,3 +70,19 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.lease_release(text, bigint) IS
 'Releases the lease (or semaphore permit) "name" and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name or token, 25006 during recovery or in a read-only transaction.';
+
+-- Maintenance, for operators and pg_cron (src/lease_purge.cpp): expired
+-- rows stay until their name is acquired again.  Not for PUBLIC, like
+-- fence.stats_reset(): superusers may always call it; grant fence_admin to
+-- whoever else may.
+CREATE FUNCTION fence.lease_purge(expired_for interval DEFAULT NULL,
+                                  max_names integer DEFAULT 1000)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'fence_lease_purge'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
+
+REVOKE ALL ON FUNCTION fence.lease_purge(interval, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION fence.lease_purge(interval, integer) TO fence_admin;
+
+COMMENT ON FUNCTION fence.lease_purge(interval, integer) IS
+'Deletes the expired leases, leaderships and semaphore permits of fence.leases: the rows that expired at least expired_for ago by the server clock (NULL, the default: every expired row), of at most max_names names (default 1000, oldest expiry first), and returns how many rows it deleted. Never deletes an unexpired row; skips a name while a lease call on it is in flight in another transaction, and keeps each purged name''s lock until the transaction ends (a lease_acquire of it without wait returns NULL meanwhile): run it in autocommit, e.g. from pg_cron. Tokens are never reused: a purged name acquired again gets a larger token, and lease_renew / lease_release of a purged token return false. Only superusers and members of fence_admin may call it (42501 otherwise). Raises 22023 for an expired_for that is not positive or not finite, a max_names NULL or below 1, 25006 during recovery or in a read-only transaction, 53200 when the lock table has no slot left for the names (lower max_names).';

@@ -80,7 +80,7 @@ AS 'MODULE_PATHNAME', 'fence_max_name_bytes'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.max_name_bytes() IS
-'Internal (used by the CHECK constraint of fence.resources): the longest lock, lease or resource name pg_fence accepts, in bytes.';
+'Internal (used by the CHECK constraint of fence.resources): the longest lock, lease or resource name, and the longest lease holder text, pg_fence accepts, in bytes.';
 
 CREATE TABLE fence.resources (
     name       text PRIMARY KEY

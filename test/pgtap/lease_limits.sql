@@ -1,9 +1,11 @@
 -- test/pgtap/lease_limits.sql - fence.max_lease_ttl, the superuser setting
 -- that caps the ttl of fence.lease_acquire, fence.lease_renew and
 -- fence.semaphore_acquire (issue 10: a role cannot squat a name for
--- centuries).  Run by pg_prove as a superuser; everything is rolled back.
+-- centuries), and the 1024-byte limit on a holder (issue 23: a role cannot
+-- store megabytes per lease).  Run by pg_prove as a superuser; everything
+-- is rolled back.
 BEGIN;
-SELECT plan(22);
+SELECT plan(35);
 
 -- the setting: integer seconds, superuser context, default one day
 SELECT is((SELECT context FROM pg_catalog.pg_settings WHERE name = 'fence.max_lease_ttl'),
@@ -50,6 +52,32 @@ SELECT throws_ok($$SELECT fence.lease_acquire('tap/cap2', '0 s')$$,
 	'22023', 'argument "ttl" must be greater than zero', 'a zero ttl: still "greater than zero"');
 SELECT is(current_setting('fence.max_lease_ttl'), '10min', 'the refused SETs changed nothing');
 
+-- holder: at most 1024 bytes (like names), 22023 naming it, nothing written
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder', '1 min', repeat('x', 1025))$$,
+	'22023', 'argument "holder" is too long', 'lease_acquire: a 1025-byte holder raises 22023');
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder', '1 min', repeat('é', 513))$$,
+	'22023', 'argument "holder" is too long',
+	'lease_acquire: a 513-character, 1026-byte holder raises 22023');
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder', '1 min', repeat('x', 19000000))$$,
+	'22023', 'argument "holder" is too long', 'lease_acquire: a 19 MB holder raises 22023');
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder', '1 min', repeat('x', 1025), '1 s')$$,
+	'22023', 'argument "holder" is too long', 'lease_acquire with wait: 22023 at once');
+SELECT throws_ok($$SELECT fence.semaphore_acquire('tap/holder', 2, '1 min', repeat('x', 1025))$$,
+	'22023', 'argument "holder" is too long', 'semaphore_acquire: a 1025-byte holder raises 22023');
+SELECT throws_ok($$SELECT fence.campaign('tap/holder', repeat('x', 1025), '1 min')$$,
+	'22023', 'argument "candidate" is too long', 'campaign: a 1025-byte candidate raises 22023');
+CREATE TEMP TABLE tap_big_holder AS SELECT repeat('x', 100000) AS v;
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder', '1 min', (SELECT v FROM tap_big_holder))$$,
+	'22023', 'argument "holder" is too long', 'lease_acquire: a stored (toasted) 100 kB holder raises 22023');
+SELECT is((SELECT count(*) FROM fence.leases WHERE name = 'tap/holder'), 0::bigint,
+	'nothing written by the refused calls');
+SELECT ok(fence.lease_acquire('tap/holder', '1 min', repeat('x', 1024)) > 0,
+	'a 1024-byte holder is accepted');
+SELECT ok(fence.semaphore_acquire('tap/holder2', 2, '1 min', '') > 0,
+	'an empty holder is accepted (free text)');
+SELECT is((SELECT octet_length(holder) FROM fence.leases WHERE name = 'tap/holder'), 1024,
+	'the 1024-byte holder is stored');
+
 -- only a superuser sets it
 CREATE ROLE tap_cap_user;
 SET LOCAL ROLE tap_cap_user;
@@ -57,6 +85,11 @@ SELECT throws_ok($$SET fence.max_lease_ttl = '100 years'$$, '42501', NULL,
 	'an ordinary role cannot SET fence.max_lease_ttl: 42501');
 SELECT throws_ok($$SELECT pg_catalog.set_config('fence.max_lease_ttl', '2147483647', true)$$,
 	'42501', NULL, 'nor through set_config: 42501');
+-- nor store more than 1024 bytes of holder
+SELECT ok(fence.lease_acquire('tap/holder3', '1 min', repeat('p', 1024)) > 0,
+	'an ordinary role may acquire with a 1024-byte holder');
+SELECT throws_ok($$SELECT fence.lease_acquire('tap/holder4', '1 min', repeat('p', 1025))$$,
+	'22023', 'argument "holder" is too long', 'but not with a 1025-byte one');
 RESET ROLE;
 
 SELECT * FROM finish();
