@@ -28,7 +28,8 @@ namespace {
 
 /* Per-backend caches, reset by any relcache invalidation of theirs. */
 Oid  epoch_seq_oid = InvalidOid;
-Oid  lineage_seq_oid = InvalidOid;
+Oid  lineage_seq_oid = InvalidOid;    /* fence.token_lineage */
+Oid  lineage_db_seq_oid = InvalidOid; /* fence.token_lineage_db */
 Oid  mark_seq_oid = InvalidOid;
 Oid  checked_token_seq = InvalidOid; /* settings found right */
 bool inval_registered = false;
@@ -36,10 +37,12 @@ bool inval_registered = false;
 void
 EpochInvalidate(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == epoch_seq_oid || relid == lineage_seq_oid)
+	if (relid == InvalidOid || relid == epoch_seq_oid || relid == lineage_seq_oid ||
+		relid == lineage_db_seq_oid)
 	{
 		epoch_seq_oid = InvalidOid;
 		lineage_seq_oid = InvalidOid;
+		lineage_db_seq_oid = InvalidOid;
 	}
 	if (relid == InvalidOid || relid == mark_seq_oid)
 		mark_seq_oid = InvalidOid;
@@ -103,15 +106,17 @@ Oid
 TokenEpochSequenceOid()
 {
 	RegisterInval();
-	if (!OidIsValid(epoch_seq_oid) || !OidIsValid(lineage_seq_oid))
+	if (!OidIsValid(epoch_seq_oid))
 	{
 		Oid epoch = FenceSequence("token_epoch");
 		Oid lineage = FenceSequence("token_lineage");
+		Oid lineage_db = FenceSequence("token_lineage_db");
 
-		if (!OidIsValid(epoch) || !OidIsValid(lineage))
+		if (!OidIsValid(epoch) || !OidIsValid(lineage) || !OidIsValid(lineage_db))
 			return InvalidOid;
 		epoch_seq_oid = epoch;
 		lineage_seq_oid = lineage;
+		lineage_db_seq_oid = lineage_db;
 	}
 	return epoch_seq_oid;
 }
@@ -138,16 +143,19 @@ LockEpochSequences(Oid epoch_seq)
 	if (!OidIsValid(epoch_seq))
 		return;
 
-	Oid lineage_seq = FenceSequence("token_lineage");
-
 	LockTokenMark(TokenMarkSequenceOid());
 
 	/* one claimer at a time: ShareUpdateExclusiveLock conflicts with itself */
 	LockRelationOid(epoch_seq, ShareUpdateExclusiveLock);
 	/* what setval takes, so that it never waits under the caller's LWLock */
 	LockRelationOid(epoch_seq, RowExclusiveLock);
-	if (OidIsValid(lineage_seq))
-		LockRelationOid(lineage_seq, RowExclusiveLock);
+	for (const char *name : {"token_lineage", "token_lineage_db"})
+	{
+		Oid lineage_seq = FenceSequence(name);
+
+		if (OidIsValid(lineage_seq))
+			LockRelationOid(lineage_seq, RowExclusiveLock);
+	}
 }
 
 void
@@ -252,28 +260,32 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 		return TokenEpoch{tli, -1, 0, PG_INT64_MAX};
 
 	Oid lineage_seq = FenceSequence("token_lineage");
+	Oid lineage_db_seq = FenceSequence("token_lineage_db");
 
-	if (!OidIsValid(lineage_seq))
-		elog(ERROR, "sequence fence.token_lineage is missing");
+	if (!OidIsValid(lineage_seq) || !OidIsValid(lineage_db_seq))
+		elog(ERROR, "sequence fence.token_lineage or fence.token_lineage_db is missing");
 
 	Oid   mark_seq = TokenMarkSequenceOid();
 	bool  called;
 	int64 record = RawSequenceValue(epoch_seq, &called);
 	int64 lineage = RawSequenceValue(lineage_seq, &called);
+	int64 lineage_db = RawSequenceValue(lineage_db_seq, &called);
 	int64 system = (int64) GetSystemIdentifier();
+	int64 database = (int64) MyDatabaseId;
+	bool  ours = lineage == system && lineage_db == database;
 	int64 value = SequenceLastValue(token_seq);
 
 	/*
-	 * token_seq below fence.token_mark.  In the cluster that wrote the mark
+	 * token_seq below fence.token_mark.  In the database that wrote the mark
 	 * only an administrator lowers it: refuse, before anything is lifted.
-	 * In another cluster (a restore: pg_dump reads each sequence on its
-	 * own, so a dump taken while tokens were issued may hold a mark above
-	 * token_seq), the dumped database handed out tokens up to the mark:
-	 * continue above it.
+	 * In a copy of it (a restore: pg_dump reads each sequence on its own,
+	 * so a dump taken while tokens were issued may hold a mark above
+	 * token_seq), the source handed out tokens up to the mark: continue
+	 * above it.
 	 */
 	if (OidIsValid(mark_seq) && value < SequenceLastValue(mark_seq))
 	{
-		if (lineage == system)
+		if (ours)
 			CheckTokenMark(token_seq, mark_seq);
 		value = SequenceLastValue(mark_seq);
 		(void) SetSequenceDurably(token_seq, value, true);
@@ -284,8 +296,19 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 	int64 c_tli = record & INT64CONST(0xFFFFFFFF);
 	int64 epoch;
 
-	if (lineage == system && record != 0 && (int64) tli >= c_tli && v_epoch <= c_epoch)
+	if (record != 0 && ours && (int64) tli >= c_tli && v_epoch <= c_epoch)
 		epoch = c_epoch + ((int64) tli - c_tli);
+	else if (record != 0 && !ours)
+	{
+		/*
+		 * A copy of another database: above the highest epoch its source
+		 * issues tokens in on the timeline of its claim (its own rules,
+		 * applied to what it had when the copy was taken).
+		 */
+		int64 source = v_epoch <= c_epoch ? c_epoch : v_epoch + c_tli - 1;
+
+		epoch = source + (int64) tli;
+	}
 	else
 		epoch = Max(v_epoch, c_epoch) + (int64) tli - 1;
 
@@ -305,10 +328,12 @@ ClaimTokenEpoch(Oid token_seq, Oid epoch_seq)
 	int64      claim = (epoch << 32) | (int64) tli;
 
 	/* the claim first, then the lineage, then the tokens (token_epoch.hpp) */
-	if (record != claim || lineage != system)
+	if (record != claim || !ours)
 	{
 		(void) SetSequenceDurably(epoch_seq, claim, true);
-		(void) SetSequenceDurably(lineage_seq, system, true);
+		SetSequence(lineage_db_seq, database, true);
+		SetSequence(lineage_seq, system, true);
+		XLogFlush(Max(SequenceLSN(lineage_db_seq), SequenceLSN(lineage_seq)));
 	}
 	if (value < range.floor)
 	{

@@ -6,7 +6,7 @@
 -- functions_are): later versions add functions to schema fence.
 -- 55P03 (lock timeout) needs a second session: see the isolation specs.
 BEGIN;
-SELECT plan(101);
+SELECT plan(104);
 
 -- Schema: created and owned by the extension (not relocatable).
 SELECT has_schema('fence');
@@ -95,15 +95,15 @@ $$, 'the ACL of fence.token_seq grants PUBLIC nothing');
 -- failover"): the epoch claim, its lineage and the durable mark, dumped with
 -- the database and closed to PUBLIC.
 SELECT has_sequence('fence', s, format('sequence fence.%s exists', s))
-  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_mark']) AS s ORDER BY s;
+  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_lineage_db', 'token_mark']) AS s ORDER BY s;
 SELECT ok((SELECT format('fence.%I', s)::regclass = ANY (extconfig) FROM pg_catalog.pg_extension
             WHERE extname = 'pg_fence'),
 	format('fence.%s is marked with pg_extension_config_dump (pg_dump keeps its value)', s))
-  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_mark']) AS s ORDER BY s;
+  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_lineage_db', 'token_mark']) AS s ORDER BY s;
 SELECT is((SELECT count(*) FROM pg_catalog.pg_class c, aclexplode(c.relacl) a
             WHERE c.oid = format('fence.%I', s)::regclass AND a.grantee = 0), 0::bigint,
 	format('the ACL of fence.%s grants PUBLIC nothing', s))
-  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_mark']) AS s ORDER BY s;
+  FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_lineage_db', 'token_mark']) AS s ORDER BY s;
 
 -- Error contract, one session: 22023 invalid arguments.  Names are at most
 -- 1024 bytes (bytes, not characters).

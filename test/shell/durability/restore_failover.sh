@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # durability/restore_failover.sh - tokens after pg_dump/restore into a fresh
-# cluster (a new lineage, timeline 1 again), and after a promotion of that
-# cluster's asynchronous standby that missed its first tokens (SPEC
-# guarantee 3; token_epoch.hpp, the "otherwise" rule).
+# cluster (a copy: a new lineage, timeline 1 again), and after a promotion of
+# that cluster's asynchronous standby that missed its first tokens (SPEC
+# guarantee 3; token_epoch.hpp, the rule for a copy).
 #
 #   1. in the throwaway cluster, tokens are moved into a higher epoch by an
 #      administrator's setval (3 << 40) and a restart: grants continue above
 #      it;
-#   2. the database is dumped and restored into a second, fresh cluster:
-#      its tokens continue above every token of the source;
+#   2. the database is dumped, the source grants on, and the dump is
+#      restored into a second, fresh cluster: its tokens continue above
+#      every token of the source, also those granted after the dump;
 #   3. a standby of the fresh cluster is made before its first grant (so it
 #      has the restored state but not the fresh cluster's claim); its
 #      walsender is stopped; the fresh cluster grants; the standby is
@@ -70,6 +71,7 @@ mkdir -p "$WORK"
 [ -n "$STANDBY_AS_OWNER" ] && chown "$(stat -c %U "$PGDATA")" "$WORK"
 pg_dump -Fc -d "$DB" -f "$WORK/dump"
 chmod 644 "$WORK/dump"
+for i in 1 2 3; do src+=("$(qa -c "SELECT fence.try_lock('restore/after-dump-$i')")"); done
 $STANDBY_AS_OWNER "$FENCE_PGBIN/initdb" -D "$FRESH" -U postgres --auth=trust --no-instructions >/dev/null
 preload=$(psql -X -At -c 'SHOW shared_preload_libraries')
 $STANDBY_AS_OWNER tee -a "$FRESH/postgresql.conf" >/dev/null <<CONF
@@ -82,7 +84,8 @@ CONF
 $STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$FRESH" -l "$FRESH.log" -w -t 60 start >/dev/null
 createdb -p "$FPORT" "$DB"
 pg_restore -p "$FPORT" -d "$DB" --exit-on-error "$WORK/dump"
-src_max=${src[2]}
+src_max=${src[5]}
+num "$src_max"
 
 # 3. Its standby, made before the first grant, misses the first grants.
 standby_make "$STANDBY" "$SPORT" restore_standby "$FPORT" "$FRESH"

@@ -14,10 +14,11 @@
 #      first grant raises 55000 and nothing new is held; FN004 still knows
 #      the earlier tokens; the value the hint names makes grants continue
 #      above every earlier token;
-#   2c. the same in a database restored from another cluster (its
-#      fence.token_lineage names another system): lifted to the mark;
+#   2c. the same in a copy of the database (its fence.token_lineage names
+#      another system, as after a restore): lifted to the mark, and grants
+#      continue in a new epoch;
 #   3. another owner: grants continue (the ceiling is moved as the owner);
-#   4. the top of the epoch: 2200H after the last token below 2^40.
+#   4. the top of the epoch: 2200H after its last token.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
 . "$(dirname "$0")/../lib/check.sh"
@@ -126,15 +127,18 @@ for lower in "SELECT pg_catalog.setval('fence.token_seq', 5)" "ALTER SEQUENCE fe
 	qp -c "SELECT fence.unlock_all()" -c "SELECT fence.lease_release('seq/live', $live)" >/dev/null
 done
 
-# 2c. Restored from another cluster (token_lineage names another system), with
+# 2c. A copy from another cluster (token_lineage names another system), with
 # token_seq below the mark (pg_dump reads each sequence on its own, so a dump
-# taken while tokens were issued may hold that): grants continue above the mark.
+# taken while tokens were issued may hold that): grants continue above the
+# mark, in the next epoch (durability/restore_epoch.sh has real copies).
+epoch_before=$(qp -c "SELECT last_value >> 32 FROM fence.token_epoch")
 qp -c "SELECT pg_catalog.setval('fence.token_lineage', 42)" \
 	-c "SELECT pg_catalog.setval('fence.token_seq', 5)" -c CHECKPOINT >/dev/null
 "$FENCE_CLUSTER_CTL" restart
 got=$(qp -c "SELECT fence.try_lock('seq/restored-elsewhere')")
-check "token_seq below the mark in a database from another cluster: grants continue above every token seen ($got > $max)" t \
+check "token_seq below the mark in a copy from another cluster: grants continue above every token seen ($got > $max)" t \
 	"$(above "$got")"
+check "  in the epoch above the source's ($epoch_before)" $((epoch_before + 1)) $((got >> 40))
 seen "$got"
 qp -c "SELECT fence.unlock_all()" >/dev/null
 
@@ -146,9 +150,11 @@ got=$(qp -c "SELECT fence.try_lock('seq/owner')")
 check "another owner of fence.token_seq: grants continue above every token seen ($got > $max)" t "$(above "$got")"
 qp -c 'ALTER SEQUENCE fence.token_seq OWNER TO postgres' -c "SELECT fence.unlock_all()" >/dev/null
 
-# 4. The top of this timeline's epoch (2^40 tokens on timeline 1): the last
-# tokens below 2^40, then 2200H, and the sequence stays below 2^40.
-qp -c "SELECT pg_catalog.setval('fence.token_seq', (1::bigint << 40) - 4)" >/dev/null
+# 4. The top of this timeline's epoch (2^40 tokens; the copy of 2c is in
+# epoch 1): the last tokens below its cap, then 2200H, and the sequence stays
+# below the cap.
+cap=$(qp -c "SELECT ((last_value >> 32) + 1) << 40 FROM fence.token_epoch")
+qp -c "SELECT pg_catalog.setval('fence.token_seq', $cap - 4)" >/dev/null
 "$FENCE_CLUSTER_CTL" restart
 out=$(outcome -c "DO \$\$
 DECLARE t bigint; hi bigint := 0;
@@ -163,8 +169,8 @@ BEGIN
 		PERFORM pg_catalog.set_config('fence_test.top', hi::text, false);
 	END;
 END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.top', true)")
-check "the last tokens of timeline 1's epoch end at 2^40 - 1, then 2200H" $(((1 << 40) - 1)) "$out"
-check "  and the sequence stays below 2^40" t \
-	"$(qp -c "SELECT last_value < (1::bigint << 40) FROM fence.token_seq")"
+check "the last tokens of the epoch end at its cap - 1 ($((cap - 1))), then 2200H" $((cap - 1)) "$out"
+check "  and the sequence stays below the cap" t \
+	"$(qp -c "SELECT last_value < $cap FROM fence.token_seq")"
 check "  a new session is refused too" "error 2200H" "$(outcome -c "SELECT fence.try_lock('seq/top')")"
 exit "$fail"
