@@ -66,6 +66,7 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
@@ -366,6 +367,25 @@ RequireChildrenGuarded(Relation rel, const char *column)
 	list_free(tables);
 }
 
+/*
+ * The extension's own tables cannot be guarded (a guard would fail its own
+ * writes): 42501, as CREATE TRIGGER on a system catalog, even for a superuser.
+ */
+void
+RefuseExtensionTable(Relation rel)
+{
+	Oid ext = getExtensionOfObject(RelationRelationId, RelationGetRelid(rel));
+
+	if (OidIsValid(ext) && ext == get_extension_oid("pg_fence", true))
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot guard table %s because it belongs to extension pg_fence",
+					QualifiedName(rel)),
+			 errdetail(
+				 "The extension's own tables are written only by its functions, and a guard on them would make those fail.")));
+}
+
 /* Open rel for (un)guarding: a table, owned by the current user. */
 Relation
 OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
@@ -373,8 +393,14 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 	RequireArg(fcinfo, 0, "rel");
 
 	Oid      relid = PG_GETARG_OID(0);
-	Relation rel = relation_open(relid, lockmode);
-	char     relkind = rel->rd_rel->relkind;
+	Relation rel = try_relation_open(relid, lockmode);
+
+	/* a regclass argument may carry any OID: 42P01, as fence.fenced_update says */
+	if (rel == nullptr)
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("relation with OID %u does not exist", relid)));
+
+	char relkind = rel->rd_rel->relkind;
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
@@ -400,6 +426,8 @@ Guard(FunctionCallInfo fcinfo)
 	Oid         relid = RelationGetRelid(rel);
 	const char *column = NameStr(*PG_GETARG_NAME(1));
 	AttrNumber  attnum = get_attnum(relid, column);
+
+	RefuseExtensionTable(rel);
 
 	if (attnum == InvalidAttrNumber)
 		ereport(
@@ -528,9 +556,10 @@ FENCE_SQL_FUNCTION(fence_guard_trigger)
  *	 Installs the trigger "fence_guard" on rel (with resource columns, for
  *	 INSERT too, and draws a guard number).  Owner only (42501).
  *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER), AccessShareLock
- *	 on its inheritance descendants.  Errors: 42809 not a table, 42703 no
- *	 such column, 42804 not bigint, 42710 already guarded, 0A000 an
- *	 inheritance child not guarded (with the same fence column) or a
+ *	 on its inheritance descendants.  Errors: 42P01 no such relation, 42501
+ *	 a table of the extension, 42809 not a table, 42703 no such column,
+ *	 42804 not bigint, 42710 already guarded, 0A000 an inheritance child
+ *	 not guarded (with the same fence column) or a
  *	 generated resource column, 42883 a resource column without a hash
  *	 function, 42701 a resource column twice, 22023 NULL argument, empty
  *	 resource_columns, a NULL element or the fence column among them,
@@ -545,8 +574,9 @@ FENCE_SQL_FUNCTION(fence_guard)
  * fence.unguard(rel regclass) RETURNS void
  *	 Drops the trigger "fence_guard" of rel, and its insert marks.  Owner
  *	 only (42501).
- *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42704 not
- *	 guarded, 42809 not a table, 22023 NULL argument.
+ *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42P01 no
+ *	 such relation, 42704 not guarded, 42809 not a table, 22023 NULL
+ *	 argument.
  */
 FENCE_SQL_FUNCTION(fence_unguard)
 {
