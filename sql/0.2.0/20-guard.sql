@@ -32,17 +32,38 @@ COMMENT ON SEQUENCE fence.guard_id_seq IS
 REVOKE ALL ON SEQUENCE fence.guard_id_seq FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('fence.guard_id_seq', '');
 
+-- The table each guard number belongs to: the table fence.guard guarded
+-- (a partitioned table's number serves its partitions through the clones
+-- of its trigger).  The guard trigger runs only where its number is
+-- registered to its table (the table of the trigger, or of the trigger it
+-- was cloned from) and its trigger is "fence_guard": a trigger that copies
+-- another table's number from pg_trigger raises 39P01 before it reads,
+-- raises or locks any mark (src/guard_registry.cpp).  Written only by
+-- fence.guard and fence.unguard after their ownership check, as the owner
+-- of this table; nobody else may read or write it.  rel is a regclass so
+-- that pg_dump writes the table's name and a restore binds the number to
+-- the restored table (with its new OID).
+CREATE TABLE fence.insert_guards (
+    guard_id bigint PRIMARY KEY,
+    rel      pg_catalog.regclass NOT NULL
+);
+COMMENT ON TABLE fence.insert_guards IS
+'pg_fence: the table each guard number of fence.guard(..., resource_columns) belongs to; written only by fence.guard and fence.unguard';
+REVOKE ALL ON TABLE fence.insert_guards FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('fence.insert_guards', '');
+
 -- The trigger function.  SECURITY INVOKER: it reads the row and the
 -- setting fence.token as the writer; only its reads and writes of
 -- fence.insert_marks run as that table's owner.  It refuses to run as
--- anything but the trigger that fence.guard installs.
+-- anything but the trigger that fence.guard installs (with resource columns:
+-- on the table its guard number is registered to, fence.insert_guards).
 CREATE FUNCTION fence.guard_trigger()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'fence_guard_trigger'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.guard_trigger() IS
-'Trigger function of guarded tables (installed by fence.guard as trigger "fence_guard", BEFORE UPDATE OR DELETE FOR EACH ROW, and BEFORE INSERT too when the table is guarded with resource_columns; arguments: the fence column, then the guard number and the resource columns). Accepts an UPDATE or DELETE iff its token is not lower than the row''s fence: the new fence value when an UPDATE changes it, else fence.token set in the current transaction (and an UPDATE then stores it in the fence column). With resource columns, accepts an INSERT iff its token (the new row''s fence when positive, else fence.token, which is then stored in the fence column) is not lower than the highest token that has written a row with the same resource column values, and raises that mark to it; an UPDATE or DELETE must pass that mark too (both resources'' when it moves a row) and raises it. Raises FN001 for a lower token, FN003 when none is presented.';
+'Trigger function of guarded tables (installed by fence.guard as trigger "fence_guard", BEFORE UPDATE OR DELETE FOR EACH ROW, and BEFORE INSERT too when the table is guarded with resource_columns; arguments: the fence column, then the guard number and the resource columns). Accepts an UPDATE or DELETE iff its token is not lower than the row''s fence: the new fence value when an UPDATE changes it, else fence.token set in the current transaction (and an UPDATE then stores it in the fence column). With resource columns, accepts an INSERT iff its token (the new row''s fence when positive, else fence.token, which is then stored in the fence column) is not lower than the highest token that has written a row with the same resource column values, and raises that mark to it; an UPDATE or DELETE must pass that mark too (both resources'' when it moves a row) and raises it. Raises FN001 for a lower token, FN003 when none is presented, 39P01 when it runs other than as the trigger fence.guard installed (with resource columns: on a table its guard number is not registered to in fence.insert_guards).';
 
 -- guard / unguard run as the caller, who must own the table (like ALTER
 -- TABLE); CREATE TRIGGER's TRIGGER privilege alone is not enough, since
@@ -62,7 +83,7 @@ AS 'MODULE_PATHNAME', 'fence_unguard'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.unguard(regclass) IS
-'Removes the guard trigger "fence_guard" that fence.guard installed on rel, and the insert marks of its resources. Only the table''s owner may call it (42501). Takes AccessExclusiveLock on rel. Raises 42P01 for an OID that names no relation, 42704 when rel is not guarded, 42809 for a non-table, 2BP01 for a partition (unguard the partitioned table), 22023 for a NULL argument.';
+'Removes the guard trigger "fence_guard" that fence.guard installed on rel, the guard numbers registered to rel and the insert marks of their resources. Only the table''s owner may call it (42501). Takes AccessExclusiveLock on rel. Raises 42P01 for an OID that names no relation, 42704 when rel is not guarded, 42809 for a non-table, 2BP01 for a partition (unguard the partitioned table), 22023 for a NULL argument.';
 
 --
 -- fence.advance: the highest token seen per resource that is not one row
