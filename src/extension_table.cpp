@@ -35,7 +35,7 @@ namespace {
 
 constexpr int kNumTables = static_cast<int>(ExtensionTableId::kCount);
 
-const char *const kExtensionTableNames[kNumTables] = {"leases", "insert_marks"};
+const char *const kExtensionTableNames[kNumTables] = {"leases", "insert_marks", "insert_guards"};
 
 struct CacheEntry
 {

@@ -29,6 +29,10 @@
  * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
  * UPDATE, MERGE) are checked row by row.
  *
+ * Guarded with resource columns, the trigger first checks that its guard
+ * number (public, in pg_trigger.tgargs) is registered to its table
+ * (guard_registry.hpp): fence.guard registers it after the owner check.
+ *
  * A row trigger runs only on the table that holds the row: a partitioned
  * table's trigger is cloned to its partitions, but an inheritance parent's
  * is not inherited by its children, whose rows an UPDATE or DELETE of the
@@ -52,6 +56,7 @@
 #include "ext/compat.hpp"
 #include "ext/fence_rule.hpp"
 #include "ext/guard_insert.hpp"
+#include "ext/guard_registry.hpp"
 #include "ext/issued_token.hpp"
 #include "ext/messages.hpp"
 #include "ext/presented_token.hpp"
@@ -66,6 +71,7 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
@@ -184,15 +190,16 @@ RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const 
  * one too): the token must also pass, and raises, their marks.
  */
 void
-CheckResourceMarks(TriggerData *td, HeapTuple old_row, HeapTuple new_row, int64 token)
+CheckResourceMarks(TriggerData *td, int64 guard_id, HeapTuple old_row, HeapTuple new_row,
+				   int64 token)
 {
 	if (!GuardsInserts(td->tg_trigger))
 		return;
 	const char *op = new_row != nullptr ? "UPDATE" : "DELETE";
 
-	CheckResourceMark(td, old_row, token, op);
+	CheckResourceMark(td, guard_id, old_row, token, op);
 	if (new_row != nullptr && !SameResource(td, old_row, new_row))
-		CheckResourceMark(td, new_row, token, op);
+		CheckResourceMark(td, guard_id, new_row, token, op);
 }
 
 /* The body of fence.guard_trigger(). */
@@ -221,6 +228,13 @@ GuardTrigger(FunctionCallInfo fcinfo)
 				 "fence.guard_trigger() must run BEFORE UPDATE OR DELETE (and INSERT, with resource columns) FOR EACH ROW with the arguments that fence.guard gives it"),
 			 errhint("Use fence.guard(table) to install it.")));
 
+	/*
+	 * With resource columns, before anything else: the guard number must be
+	 * registered to this table (39P01), or the trigger would act on another
+	 * table's marks.
+	 */
+	int64 guard_id = GuardsInserts(td->tg_trigger) ? RegisteredGuardId(td) : 0;
+
 	Relation    rel = td->tg_relation;
 	TupleDesc   tupdesc = RelationGetDescr(rel);
 	const char *column = td->tg_trigger->tgargs[0];
@@ -239,7 +253,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 							   column, QualifiedName(rel))));
 
 	if (is_insert)
-		return PointerGetDatum(GuardInsertRow(td, attnum));
+		return PointerGetDatum(GuardInsertRow(td, guard_id, attnum));
 
 	HeapTuple   old_row = td->tg_trigtuple;
 	bool        old_null;
@@ -258,7 +272,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 			RequireIssuedToken(fresh, "a guarded UPDATE");
 			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
 				RaiseStale(rel, old_row, "UPDATE", fresh, current);
-			CheckResourceMarks(td, old_row, new_row, fresh);
+			CheckResourceMarks(td, guard_id, old_row, new_row, fresh);
 			return PointerGetDatum(new_row);
 		}
 
@@ -274,7 +288,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 		RequireIssuedToken(token, "a guarded UPDATE");
 		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 			RaiseStale(rel, old_row, "UPDATE", token, current);
-		CheckResourceMarks(td, old_row, new_row, token);
+		CheckResourceMarks(td, guard_id, old_row, new_row, token);
 
 		int   cols[1] = {attnum};
 		Datum values[1] = {Int64GetDatum(token)};
@@ -291,7 +305,7 @@ GuardTrigger(FunctionCallInfo fcinfo)
 	RequireIssuedToken(token, "a guarded DELETE");
 	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
 		RaiseStale(rel, old_row, "DELETE", token, current);
-	CheckResourceMarks(td, old_row, nullptr, token);
+	CheckResourceMarks(td, guard_id, old_row, nullptr, token);
 	return PointerGetDatum(old_row);
 }
 
@@ -366,6 +380,25 @@ RequireChildrenGuarded(Relation rel, const char *column)
 	list_free(tables);
 }
 
+/*
+ * The extension's own tables cannot be guarded (a guard would fail its own
+ * writes): 42501, as CREATE TRIGGER on a system catalog, even for a superuser.
+ */
+void
+RefuseExtensionTable(Relation rel)
+{
+	Oid ext = getExtensionOfObject(RelationRelationId, RelationGetRelid(rel));
+
+	if (OidIsValid(ext) && ext == get_extension_oid("pg_fence", true))
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot guard table %s because it belongs to extension pg_fence",
+					QualifiedName(rel)),
+			 errdetail(
+				 "The extension's own tables are written only by its functions, and a guard on them would make those fail.")));
+}
+
 /* Open rel for (un)guarding: a table, owned by the current user. */
 Relation
 OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
@@ -373,8 +406,14 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 	RequireArg(fcinfo, 0, "rel");
 
 	Oid      relid = PG_GETARG_OID(0);
-	Relation rel = relation_open(relid, lockmode);
-	char     relkind = rel->rd_rel->relkind;
+	Relation rel = try_relation_open(relid, lockmode);
+
+	/* a regclass argument may carry any OID: 42P01, as fence.fenced_update says */
+	if (rel == nullptr)
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("relation with OID %u does not exist", relid)));
+
+	char relkind = rel->rd_rel->relkind;
 
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
@@ -400,6 +439,8 @@ Guard(FunctionCallInfo fcinfo)
 	Oid         relid = RelationGetRelid(rel);
 	const char *column = NameStr(*PG_GETARG_NAME(1));
 	AttrNumber  attnum = get_attnum(relid, column);
+
+	RefuseExtensionTable(rel);
 
 	if (attnum == InvalidAttrNumber)
 		ereport(
@@ -429,13 +470,15 @@ Guard(FunctionCallInfo fcinfo)
 	/* With resource columns, INSERTs are fenced too (guard_insert.hpp). */
 	List *args = list_make1(makeString(pstrdup(column)));
 	bool  inserts = !PG_ARGISNULL(2);
+	int64 guard_id = 0;
 
 	if (inserts)
 	{
 		List     *names = CheckResourceColumns(rel, column, PG_GETARG_ARRAYTYPE_P(2));
 		ListCell *lc;
 
-		args = lappend(args, makeString(psprintf(INT64_FORMAT, NextGuardId())));
+		guard_id = NextGuardId();
+		args = lappend(args, makeString(psprintf(INT64_FORMAT, guard_id)));
 		foreach (lc, names)
 			args = lappend(args, makeString(static_cast<char *>(lfirst(lc))));
 	}
@@ -468,6 +511,17 @@ Guard(FunctionCallInfo fcinfo)
 	(void) CreateTrigger(stmt, "fence.guard()", relid, InvalidOid, InvalidOid, InvalidOid,
 						 InvalidOid, InvalidOid, nullptr, false, false);
 	CommandCounterIncrement();
+
+	/*
+	 * The guard number belongs to this table from now on (numbers left
+	 * registered to it by a trigger dropped by hand are forgotten, with
+	 * their marks).
+	 */
+	if (inserts)
+		RegisterGuard(guard_id, relid);
+	else
+		ForgetGuardsOf(relid);
+	CommandCounterIncrement();
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -492,17 +546,19 @@ Unguard(FunctionCallInfo fcinfo)
 										kGuardTriggerName)
 							: 0));
 
-	/* Its insert marks go with it (after the drop: a partition's clone cannot be dropped). */
-	bool  had_marks = GuardsInserts(ours);
-	int64 guard_id = had_marks ? pg_strtoint64(ours->tgargs[kGuardIdArg]) : 0;
-
 	ObjectAddress addr;
 
 	ObjectAddressSet(addr, TriggerRelationId, trigoid);
 	performDeletion(&addr, DROP_RESTRICT, 0);
 	CommandCounterIncrement();
-	if (had_marks)
-		ForgetInsertMarks(guard_id);
+
+	/*
+	 * Its guard number and insert marks go with it (after the drop: a
+	 * partition's clone cannot be dropped): the numbers registered to this
+	 * table, whatever the trigger's arguments said.
+	 */
+	ForgetGuardsOf(relid);
+	CommandCounterIncrement();
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -514,8 +570,10 @@ Unguard(FunctionCallInfo fcinfo)
 /*
  * fence.guard_trigger() RETURNS trigger
  *	 BEFORE UPDATE OR DELETE FOR EACH ROW; argument: the fence column.
- *	 Raises FN001 (stale token) and FN003 (no token).  Takes no locks of its
- *	 own.
+ *	 Raises FN001 (stale token), FN003 (no token) and 39P01 (not run as the
+ *	 trigger fence.guard installed; with resource columns, on a table its
+ *	 guard number is not registered to).  Takes no locks of its own (with
+ *	 resource columns: src/insert_marks.cpp's).
  */
 FENCE_SQL_FUNCTION(fence_guard_trigger)
 {
@@ -528,9 +586,10 @@ FENCE_SQL_FUNCTION(fence_guard_trigger)
  *	 Installs the trigger "fence_guard" on rel (with resource columns, for
  *	 INSERT too, and draws a guard number).  Owner only (42501).
  *	 Takes: ShareRowExclusiveLock on rel (as CREATE TRIGGER), AccessShareLock
- *	 on its inheritance descendants.  Errors: 42809 not a table, 42703 no
- *	 such column, 42804 not bigint, 42710 already guarded, 0A000 an
- *	 inheritance child not guarded (with the same fence column) or a
+ *	 on its inheritance descendants.  Errors: 42P01 no such relation, 42501
+ *	 a table of the extension, 42809 not a table, 42703 no such column,
+ *	 42804 not bigint, 42710 already guarded, 0A000 an inheritance child
+ *	 not guarded (with the same fence column) or a
  *	 generated resource column, 42883 a resource column without a hash
  *	 function, 42701 a resource column twice, 22023 NULL argument, empty
  *	 resource_columns, a NULL element or the fence column among them,
@@ -543,10 +602,11 @@ FENCE_SQL_FUNCTION(fence_guard)
 
 /*
  * fence.unguard(rel regclass) RETURNS void
- *	 Drops the trigger "fence_guard" of rel, and its insert marks.  Owner
- *	 only (42501).
- *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42704 not
- *	 guarded, 42809 not a table, 22023 NULL argument.
+ *	 Drops the trigger "fence_guard" of rel, and the guard numbers
+ *	 registered to rel with their insert marks.  Owner only (42501).
+ *	 Takes: AccessExclusiveLock on rel (as DROP TRIGGER).  Errors: 42P01 no
+ *	 such relation, 42704 not guarded, 42809 not a table, 22023 NULL
+ *	 argument.
  */
 FENCE_SQL_FUNCTION(fence_unguard)
 {

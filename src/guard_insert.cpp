@@ -165,10 +165,9 @@ TableName(Relation rel)
 } /* namespace */
 
 void
-CheckResourceMark(TriggerData *td, HeapTuple row, int64 token, const char *op)
+CheckResourceMark(TriggerData *td, int64 guard_id, HeapTuple row, int64 token, const char *op)
 {
 	Relation rel = td->tg_relation;
-	int64    guard_id = pg_strtoint64(td->tg_trigger->tgargs[kGuardIdArg]);
 	int64    stored;
 
 	if (RaiseMark(guard_id, ResourceHash(td, row), token, &stored))
@@ -197,7 +196,7 @@ SameResource(TriggerData *td, HeapTuple a, HeapTuple b)
 }
 
 HeapTuple
-GuardInsertRow(TriggerData *td, int fence_attnum)
+GuardInsertRow(TriggerData *td, int64 guard_id, int fence_attnum)
 {
 	Relation  rel = td->tg_relation;
 	TupleDesc desc = RelationGetDescr(rel);
@@ -236,7 +235,7 @@ GuardInsertRow(TriggerData *td, int fence_attnum)
 	}
 
 	RequireIssuedToken(token, "a guarded INSERT");
-	CheckResourceMark(td, row, token, "INSERT");
+	CheckResourceMark(td, guard_id, row, token, "INSERT");
 
 	if (!stamp)
 		return row;

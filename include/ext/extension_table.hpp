@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * extension_table.hpp
- *	  The extension's own tables (fence.leases, fence.insert_marks): their
- *	  OID, owner and primary key index, looked up once per backend and
- *	  kept until a relcache invalidation of the table
- *	  (src/extension_table.cpp).
+ *	  The extension's own tables (fence.leases, fence.insert_marks,
+ *	  fence.insert_guards): their OID, owner and primary key index, looked
+ *	  up once per backend and kept until a relcache invalidation of the
+ *	  table (src/extension_table.cpp).
  *
  * The code that reads and writes these tables does so as the table's
  * owner, so callers need no privilege on them; every call needs the owner,
@@ -30,6 +30,7 @@ enum class ExtensionTableId
 {
 	kLeases,
 	kInsertMarks,
+	kInsertGuards,
 	kCount
 };
 

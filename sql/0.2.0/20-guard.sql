@@ -32,17 +32,38 @@ COMMENT ON SEQUENCE fence.guard_id_seq IS
 REVOKE ALL ON SEQUENCE fence.guard_id_seq FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('fence.guard_id_seq', '');
 
+-- The table each guard number belongs to: the table fence.guard guarded
+-- (a partitioned table's number serves its partitions through the clones
+-- of its trigger).  The guard trigger runs only where its number is
+-- registered to its table (the table of the trigger, or of the trigger it
+-- was cloned from) and its trigger is "fence_guard": a trigger that copies
+-- another table's number from pg_trigger raises 39P01 before it reads,
+-- raises or locks any mark (src/guard_registry.cpp).  Written only by
+-- fence.guard and fence.unguard after their ownership check, as the owner
+-- of this table; nobody else may read or write it.  rel is a regclass so
+-- that pg_dump writes the table's name and a restore binds the number to
+-- the restored table (with its new OID).
+CREATE TABLE fence.insert_guards (
+    guard_id bigint PRIMARY KEY,
+    rel      pg_catalog.regclass NOT NULL
+);
+COMMENT ON TABLE fence.insert_guards IS
+'pg_fence: the table each guard number of fence.guard(..., resource_columns) belongs to; written only by fence.guard and fence.unguard';
+REVOKE ALL ON TABLE fence.insert_guards FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('fence.insert_guards', '');
+
 -- The trigger function.  SECURITY INVOKER: it reads the row and the
 -- setting fence.token as the writer; only its reads and writes of
 -- fence.insert_marks run as that table's owner.  It refuses to run as
--- anything but the trigger that fence.guard installs.
+-- anything but the trigger that fence.guard installs (with resource columns:
+-- on the table its guard number is registered to, fence.insert_guards).
 CREATE FUNCTION fence.guard_trigger()
 RETURNS trigger
 AS 'MODULE_PATHNAME', 'fence_guard_trigger'
 LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.guard_trigger() IS
-'Trigger function of guarded tables (installed by fence.guard as trigger "fence_guard", BEFORE UPDATE OR DELETE FOR EACH ROW, and BEFORE INSERT too when the table is guarded with resource_columns; arguments: the fence column, then the guard number and the resource columns). Accepts an UPDATE or DELETE iff its token is not lower than the row''s fence: the new fence value when an UPDATE changes it, else fence.token set in the current transaction (and an UPDATE then stores it in the fence column). With resource columns, accepts an INSERT iff its token (the new row''s fence when positive, else fence.token, which is then stored in the fence column) is not lower than the highest token that has written a row with the same resource column values, and raises that mark to it; an UPDATE or DELETE must pass that mark too (both resources'' when it moves a row) and raises it. Raises FN001 for a lower token, FN003 when none is presented.';
+'Trigger function of guarded tables (installed by fence.guard as trigger "fence_guard", BEFORE UPDATE OR DELETE FOR EACH ROW, and BEFORE INSERT too when the table is guarded with resource_columns; arguments: the fence column, then the guard number and the resource columns). Accepts an UPDATE or DELETE iff its token is not lower than the row''s fence: the new fence value when an UPDATE changes it, else fence.token set in the current transaction (and an UPDATE then stores it in the fence column). With resource columns, accepts an INSERT iff its token (the new row''s fence when positive, else fence.token, which is then stored in the fence column) is not lower than the highest token that has written a row with the same resource column values, and raises that mark to it; an UPDATE or DELETE must pass that mark too (both resources'' when it moves a row) and raises it. Raises FN001 for a lower token, FN003 when none is presented, 39P01 when it runs other than as the trigger fence.guard installed (with resource columns: on a table its guard number is not registered to in fence.insert_guards).';
 
 -- guard / unguard run as the caller, who must own the table (like ALTER
 -- TABLE); CREATE TRIGGER's TRIGGER privilege alone is not enough, since
@@ -54,7 +75,7 @@ AS 'MODULE_PATHNAME', 'fence_guard'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.guard(regclass, name, name[]) IS
-'Guards table rel: installs the trigger "fence_guard" (BEFORE UPDATE OR DELETE FOR EACH ROW) so that every UPDATE or DELETE must present a fencing token not lower than the row''s fence_column (bigint): the new fence value, or SET LOCAL fence.token = <token> in the same transaction. With resource_columns (the columns that name the resource a row belongs to, e.g. ARRAY[''stream'']), every INSERT (plain, multi-row, INSERT ... SELECT, COPY, ON CONFLICT, MERGE, into any partition) must present a token, the new row''s fence when positive or else fence.token, not lower than the highest token that has written (inserted, updated or deleted) a row with the same values in those columns, and UPDATE and DELETE must pass that mark as well as the row''s fence; writers of one resource serialize until commit. Only the table''s owner may call it (42501). Takes ShareRowExclusiveLock on rel. Raises 0A000 for an inheritance parent whose children are not all guarded (guard the children first) or a generated resource column, 42809 for a non-table, 42703 for a missing column, 42804 when the fence column is not bigint, 42883 for a resource column whose type has no hash function, 42701 for a resource column given twice, 42710 when rel is already guarded, 22023 for NULL arguments, an empty resource_columns, a NULL element or the fence column among them, 54000 for more than 32 resource columns.';
+'Guards table rel: installs the trigger "fence_guard" (BEFORE UPDATE OR DELETE FOR EACH ROW) so that every UPDATE or DELETE must present a fencing token not lower than the row''s fence_column (bigint): the new fence value, or SET LOCAL fence.token = <token> in the same transaction. With resource_columns (the columns that name the resource a row belongs to, e.g. ARRAY[''stream'']), every INSERT (plain, multi-row, INSERT ... SELECT, COPY, ON CONFLICT, MERGE, into any partition) must present a token, the new row''s fence when positive or else fence.token, not lower than the highest token that has written (inserted, updated or deleted) a row with the same values in those columns, and UPDATE and DELETE must pass that mark as well as the row''s fence; writers of one resource serialize until commit. Only the table''s owner may call it (42501), and not on a table of the extension itself (42501). Takes ShareRowExclusiveLock on rel. Raises 42P01 for an OID that names no relation, 0A000 for an inheritance parent whose children are not all guarded (guard the children first) or a generated resource column, 42809 for a non-table, 42703 for a missing column, 42804 when the fence column is not bigint, 42883 for a resource column whose type has no hash function, 42701 for a resource column given twice, 42710 when rel is already guarded, 22023 for NULL arguments, an empty resource_columns, a NULL element or the fence column among them, 54000 for more than 32 resource columns.';
 
 CREATE FUNCTION fence.unguard(rel regclass)
 RETURNS void
@@ -62,7 +83,7 @@ AS 'MODULE_PATHNAME', 'fence_unguard'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.unguard(regclass) IS
-'Removes the guard trigger "fence_guard" that fence.guard installed on rel, and the insert marks of its resources. Only the table''s owner may call it (42501). Takes AccessExclusiveLock on rel. Raises 42704 when rel is not guarded, 42809 for a non-table, 2BP01 for a partition (unguard the partitioned table), 22023 for a NULL argument.';
+'Removes the guard trigger "fence_guard" that fence.guard installed on rel, the guard numbers registered to rel and the insert marks of their resources. Only the table''s owner may call it (42501). Takes AccessExclusiveLock on rel. Raises 42P01 for an OID that names no relation, 42704 when rel is not guarded, 42809 for a non-table, 2BP01 for a partition (unguard the partitioned table), 22023 for a NULL argument.';
 
 --
 -- fence.advance: the highest token seen per resource that is not one row

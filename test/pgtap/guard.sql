@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(73);
+SELECT plan(77);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name', 'name[]']);
@@ -112,6 +112,12 @@ CREATE VIEW tap_view AS SELECT * FROM tap_guarded;
 SELECT lives_ok($$SELECT fence.guard('tap_guarded')$$, 'guard a table');
 SELECT throws_ok($$SELECT fence.guard('tap_guarded')$$, '42710', NULL, 'guard twice: 42710');
 SELECT throws_ok($$SELECT fence.guard('tap_view')$$, '42809', NULL, 'guard a view: 42809');
+SELECT throws_ok($$SELECT fence.guard(0)$$, '42P01', NULL, 'guard of OID 0: 42P01');
+SELECT throws_ok($$SELECT fence.unguard(4294967295)$$, '42P01', NULL, 'unguard of an OID of no relation: 42P01');
+SELECT throws_ok($$SELECT fence.guard('fence.insert_marks', 'token', ARRAY['resource_hash'])$$, '42501', NULL,
+                 'guard of the extension''s fence.insert_marks: 42501');
+SELECT throws_ok($$SELECT fence.guard('fence.leases', 'token')$$, '42501', NULL,
+                 'guard of the extension''s fence.leases: 42501');
 SELECT throws_ok($$UPDATE tap_guarded SET fence = 4$$, 'FN001', NULL, 'stale token: FN001');
 SELECT throws_ok($$DELETE FROM tap_guarded$$, 'FN003', NULL, 'no token: FN003');
 SELECT throws_ok($$SELECT fence.advance(NULL, 1)$$, '22023', NULL, 'advance NULL resource: 22023');

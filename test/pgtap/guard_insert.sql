@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(28);
+SELECT plan(38);
 
 -- tokens the literal ones below can be (FN004 refuses a token never issued)
 SELECT is((SELECT count(fence.unlock('tap-gi-tokens', fence.try_lock('tap-gi-tokens')))::int
@@ -23,6 +23,16 @@ SELECT has_sequence('fence', 'guard_id_seq', 'fence.guard_id_seq exists');
 SELECT sequence_privs_are('fence', 'guard_id_seq', 'public', ARRAY[]::text[]);
 SELECT ok((SELECT 'fence.guard_id_seq'::regclass = ANY (extconfig) FROM pg_extension
             WHERE extname = 'pg_fence'), 'fence.guard_id_seq is dumped by pg_dump');
+
+-- fence.insert_guards: each guard number's table; the extension's, dumped
+-- (rel by name, so a restore binds it to the restored table), closed to PUBLIC
+SELECT has_table('fence', 'insert_guards', 'fence.insert_guards exists');
+SELECT columns_are('fence', 'insert_guards', ARRAY['guard_id', 'rel']);
+SELECT col_is_pk('fence', 'insert_guards', 'guard_id', 'insert_guards keyed by guard number');
+SELECT col_type_is('fence', 'insert_guards', 'rel', 'regclass', 'insert_guards.rel is a regclass');
+SELECT table_privs_are('fence', 'insert_guards', 'public', ARRAY[]::text[]);
+SELECT ok((SELECT 'fence.insert_guards'::regclass = ANY (extconfig) FROM pg_extension
+            WHERE extname = 'pg_fence'), 'fence.insert_guards is dumped by pg_dump');
 
 -- guard's third argument
 SELECT function_privs_are('fence', 'guard', ARRAY['regclass', 'name', 'name[]'], 'public', ARRAY['EXECUTE']);
@@ -45,11 +55,24 @@ SELECT lives_ok($$INSERT INTO tap_gi (id, stream, fence) VALUES (1, 's', 5)$$, '
 SELECT throws_ok($$INSERT INTO tap_gi (id, stream) VALUES (2, 's')$$, 'FN003', NULL, 'no token: FN003');
 SELECT throws_ok($$INSERT INTO tap_gi (id, stream, fence) VALUES (3, 's', 4)$$, 'FN001', NULL, 'a lower token: FN001');
 SELECT lives_ok($$INSERT INTO tap_gi (id, stream, fence) VALUES (4, 't', 4)$$, 'another resource');
+SELECT is((SELECT rel FROM fence.insert_guards g
+             WHERE g.guard_id = (SELECT split_part(encode(tgargs, 'escape'), '\000', 2)::bigint
+                                   FROM pg_trigger WHERE tgrelid = 'tap_gi'::regclass)),
+          'tap_gi'::regclass, 'the guard number is registered to its table');
+-- another table's trigger with that number runs no guard (39P01), changes no mark
+CREATE TABLE tap_gi_copy (stream text, fence bigint NOT NULL DEFAULT 0);
+SELECT lives_ok(format($$CREATE TRIGGER fence_guard BEFORE INSERT ON tap_gi_copy FOR EACH ROW
+                         EXECUTE FUNCTION fence.guard_trigger('fence', %L, 'stream')$$,
+                       (SELECT guard_id FROM fence.insert_guards WHERE rel = 'tap_gi'::regclass)),
+                'copy the guard number onto another table''s trigger');
+SELECT throws_ok($$INSERT INTO tap_gi_copy VALUES ('s', 9)$$, '39P01', NULL, 'a copied guard number: 39P01');
 SELECT is((SELECT array_agg(token ORDER BY token) FROM fence.insert_marks), ARRAY[4, 5]::bigint[], 'one mark per resource');
 
 -- unguard takes the marks with it
 SELECT lives_ok($$SELECT fence.unguard('tap_gi')$$, 'unguard');
 SELECT is((SELECT count(*)::int FROM fence.insert_marks), 0, 'no marks after unguard');
+SELECT is((SELECT count(*)::int FROM fence.insert_guards WHERE rel = 'tap_gi'::regclass), 0,
+          'no guard number registered to the table after unguard');
 SELECT lives_ok($$INSERT INTO tap_gi (id, stream) VALUES (5, 's')$$, 'INSERT unfenced again');
 
 SELECT * FROM finish();

@@ -31,6 +31,54 @@ SELECT fence.guard('guard_textfence');
 SELECT fence.unguard('guard_acct');
 SELECT fence.guard('guard_view');
 
+-- The extension's own tables cannot be guarded (42501, as CREATE TRIGGER
+-- on a system catalog): a guard there would break the extension.
+\set VERBOSITY sqlstate
+SELECT fence.guard('fence.insert_marks', 'token', ARRAY['resource_hash']);
+SELECT fence.guard('fence.leases', 'token');
+SELECT fence.guard('fence.resources', 'token');
+\set VERBOSITY default
+SELECT fence.guard('fence.insert_marks', 'token');
+-- every table of the extension is refused
+DO $$
+DECLARE
+    t regclass;
+    n int := 0;
+    total int := 0;
+BEGIN
+    FOR t IN
+        SELECT c.oid::regclass
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_class c ON c.oid = d.objid
+         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.deptype = 'e'
+           AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'pg_fence')
+           AND c.relkind IN ('r', 'p')
+    LOOP
+        total := total + 1;
+        BEGIN
+            PERFORM fence.guard(t);
+            RAISE EXCEPTION 'fence.guard(%) was accepted', t;
+        EXCEPTION WHEN insufficient_privilege THEN
+            n := n + 1;
+        END;
+    END LOOP;
+    RAISE NOTICE 'every table of the extension refused: %', n = total AND total >= 3;
+END
+$$;
+SELECT count(*) AS extension_triggers FROM pg_catalog.pg_trigger t
+  JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid
+ WHERE c.relnamespace = 'fence'::regnamespace;
+
+-- an OID that names no relation: 42P01, as fenced_update says
+\set VERBOSITY sqlstate
+SELECT fence.guard(0);
+SELECT fence.unguard(4294967295);
+SELECT fence.guard(0::oid::regclass, 'fence', ARRAY['stream']);
+\set VERBOSITY default
+SELECT fence.guard(0);
+SELECT fence.unguard(4294967295);
+SELECT fence.fenced_update(0, '{"id": 1}', 1, '{"v": 1}');
+
 -- guard; a second guard is refused
 SELECT fence.guard('guard_acct');
 SELECT fence.guard('guard_acct');

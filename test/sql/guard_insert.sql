@@ -164,6 +164,13 @@ DROP TRIGGER w ON gi_wrong;
 CREATE TRIGGER w BEFORE INSERT ON gi_wrong FOR EACH ROW EXECUTE FUNCTION fence.guard_trigger('fence', '99', 'gone');
 INSERT INTO gi_wrong VALUES ('s', 1);
 DROP TABLE gi_wrong;
+-- a resource column dropped after fence.guard: the trigger says so
+CREATE TABLE gi_gone (stream text, extra text, fence bigint);
+SELECT fence.guard('gi_gone', 'fence', ARRAY['extra']);
+ALTER TABLE gi_gone DROP COLUMN extra;
+INSERT INTO gi_gone VALUES ('s', 1);
+SELECT fence.unguard('gi_gone');
+DROP TABLE gi_gone;
 
 -- a guard without resource columns does not fence INSERTs
 CREATE TABLE gi_plain (id int, fence bigint);

@@ -49,8 +49,11 @@ if [ "$has_elections" = t ]; then
 	term=$(q "$SRC" -c "SELECT fence.campaign('dump/leader', 'node-d', interval '1 hour')")
 	tokens+=("$term")
 fi
-# A table guarded with resource columns: its guard (trigger arguments) and
-# its marks must come back, so a stale INSERT stays rejected after restore.
+# A table guarded with resource columns: its guard (trigger arguments), the
+# registration of its guard number (fence.insert_guards, whose rel pg_dump
+# writes by name, so that it names the restored table) and its marks must
+# come back, so a stale INSERT stays rejected after restore; likewise for a
+# partitioned table, whose partitions' cloned triggers run its guard.
 has_marks=$(q "$SRC" -c "SELECT pg_catalog.to_regclass('fence.insert_marks') IS NOT NULL")
 if [ "$has_marks" = t ]; then
 	# (FN004: the tokens presented below must have been issued)
@@ -58,6 +61,10 @@ if [ "$has_marks" = t ]; then
 	q "$SRC" -c "CREATE TABLE dump_log (stream text, body text, fence bigint NOT NULL DEFAULT 0)" \
 		-c "SELECT fence.guard('dump_log', 'fence', ARRAY['stream'])" \
 		-c "INSERT INTO dump_log VALUES ('s', 'first', 7)" >/dev/null
+	q "$SRC" -c "CREATE TABLE dump_part (stream text, k int, fence bigint NOT NULL DEFAULT 0) PARTITION BY LIST (k)" \
+		-c "CREATE TABLE dump_part_1 PARTITION OF dump_part FOR VALUES IN (1)" \
+		-c "SELECT fence.guard('dump_part', 'fence', ARRAY['stream'])" \
+		-c "INSERT INTO dump_part VALUES ('s', 1, 7)" >/dev/null
 fi
 max=0
 for t in "${tokens[@]}"; do
@@ -116,6 +123,42 @@ for db in fence_dump_custom fence_dump_plain; do
 			echo "FAILED: $db: guarded INSERT after restore: stale insert gave '${state:-accepted}', fresh insert '${ok:-rejected}'"
 			fail=1
 		fi
+		if [ "$(q "$db" -c "SELECT pg_catalog.to_regclass('fence.insert_guards') IS NOT NULL")" = t ]; then
+			# each guard number registered to its restored table (new OIDs), whose
+			# trigger carries that number
+			bound=$(q "$db" -c "SELECT string_agg(g.rel::text, ' ' ORDER BY g.rel::text) FROM fence.insert_guards g
+				JOIN pg_catalog.pg_trigger t ON t.tgrelid = g.rel AND t.tgname = 'fence_guard'
+				 AND pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), '\000', 2) = g.guard_id::text")
+			pstate=$(psql -X -q -At -d "$db" -c "INSERT INTO dump_part VALUES ('s', 1, 6)" 2>&1 | grep -o 'fencing token 6 is older than the fence 7' | head -n 1 || true)
+			pok=$(q "$db" -c "INSERT INTO dump_part VALUES ('s', 1, 8) RETURNING fence")
+			# a table whose trigger copies a restored guard number runs no guard
+			copied=$(psql -X -q -At -d "$db" -v VERBOSITY=sqlstate \
+				-c "CREATE TABLE dump_copy (stream text, fence bigint NOT NULL DEFAULT 0)" \
+				-c "DO \$\$ BEGIN EXECUTE format('CREATE TRIGGER fence_guard BEFORE INSERT ON dump_copy FOR EACH ROW EXECUTE FUNCTION fence.guard_trigger(%L, %L, %L)', 'fence', (SELECT guard_id FROM fence.insert_guards WHERE rel = 'dump_log'::regclass), 'stream'); END \$\$" \
+				-c "INSERT INTO dump_copy VALUES ('s', 9)" 2>&1 | grep -o '39P01' | head -n 1 || true)
+			if [ "$bound" = "dump_log dump_part" ] && [ "$pstate" = "fencing token 6 is older than the fence 7" ] &&
+				[ "$pok" = 8 ] && [ "$copied" = 39P01 ]; then
+				echo "$db: guard numbers registered to the restored tables, partition guarded, a copied number refused: ok"
+			else
+				echo "FAILED: $db: registered '$bound' (want 'dump_log dump_part'), partition stale insert '${pstate:-accepted}', fresh '${pok:-rejected}', copied number '${copied:-accepted}' (want 39P01)"
+				fail=1
+			fi
+		fi
 	fi
 done
+
+# A restore that left fence.insert_guards out (here: emptied by hand): the
+# guard refuses to run (39P01) until the owner guards the table again.
+if [ "$has_marks" = t ] && [ "$(q fence_dump_plain -c "SELECT pg_catalog.to_regclass('fence.insert_guards') IS NOT NULL")" = t ]; then
+	q fence_dump_plain -c "DELETE FROM fence.insert_guards"
+	lost=$(psql -X -q -At -d fence_dump_plain -v VERBOSITY=sqlstate -c "INSERT INTO dump_log VALUES ('s', 'lost', 9)" 2>&1 | grep -o '39P01' | head -n 1 || true)
+	q fence_dump_plain -c "SELECT fence.unguard('dump_log')" -c "SELECT fence.guard('dump_log', 'fence', ARRAY['stream'])" >/dev/null
+	again=$(q fence_dump_plain -c "INSERT INTO dump_log VALUES ('s', 'guarded again', 9) RETURNING fence")
+	if [ "$lost" = 39P01 ] && [ "$again" = 9 ]; then
+		echo "fence_dump_plain: unregistered guard refused (39P01), guarded again: ok"
+	else
+		echo "FAILED: fence_dump_plain: unregistered guard gave '${lost:-accepted}' (want 39P01), after guarding again '${again:-rejected}'"
+		fail=1
+	fi
+fi
 exit "$fail"
