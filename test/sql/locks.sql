@@ -250,7 +250,9 @@ SELECT fence.try_lock('h') > :tf AS locked_again, fence.unlock_all() AS released
 -- statement fails, the call did not, and the hold stays, as above).
 -- pg_cancel_backend on this backend, evaluated just before the lock call
 -- in the same target list, leaves the cancel pending during the whole call.
+-- (fence.held_locks() has a NOTICE without the shared memory.)
 --
+SET client_min_messages = warning;
 \set VERBOSITY sqlstate
 SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock('c') AS token;
 \echo :LAST_ERROR_SQLSTATE
@@ -274,6 +276,7 @@ SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock('c') AS toke
 \echo :LAST_ERROR_SQLSTATE
 SELECT fence.unlock('c', :tc) AS first, held() AS held, fence.unlock('c', :tc) AS second;
 \set VERBOSITY terse
+RESET client_min_messages;
 
 --
 -- COST 10000: the planner checks cheap quals first, so only the row that
