@@ -20,8 +20,10 @@
 #   PGDATA                            its data directory
 #   FENCE_PGBIN                       the server's bin directory
 #   FENCE_AS_OWNER                    command prefix that runs a program as
-#                                     the cluster's OS user (empty if that is us)
+#                                     the cluster's OS user (empty if that is us),
+#                                     in FENCE_CLUSTER_DIR: pass absolute paths
 #   FENCE_PGLOG                       the server log file
+#   FENCE_CLUSTER_DIR                 the cluster's temporary directory
 # and can restart the server with scripts/temp-cluster.sh's helpers:
 #   "$FENCE_CLUSTER_CTL" stop-immediate | start | restart
 #
@@ -45,18 +47,20 @@ if [ ! -x "$PGBIN/initdb" ]; then
 	PGBIN=$(cd "$PGBIN" && pwd)
 fi
 
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_cluster.XXXXXX")
+chmod 755 "$TMP"
 if [ "$(id -u)" -eq 0 ]; then
 	OWNER=postgres
 	id "$OWNER" >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash "$OWNER"
-	AS_OWNER="runuser -u $OWNER --"
+	chown "$OWNER" "$TMP"
+	# In the cluster's directory: the caller's working directory (a clone in
+	# a 0700 home) may be one the owner cannot enter, and initdb, pg_ctl and
+	# psql then print 'could not change directory to "...": Permission denied'.
+	AS_OWNER="runuser -u $OWNER -- env -C $TMP"
 else
 	OWNER=$(id -un)
 	AS_OWNER=""
 fi
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_cluster.XXXXXX")
-chmod 755 "$TMP"
-[ -n "$AS_OWNER" ] && chown "$OWNER" "$TMP"
 DATA="$TMP/data"
 LOG="$TMP/server.log"
 

@@ -333,6 +333,14 @@ AcquireLock(NameArg name, Scope scope, HoldMode mode, int64 wait_usecs, int64 *t
 		CheckSameMode(lock, mode);
 
 		/*
+		 * A cancel that arrived during the call fails it here, before it
+		 * takes anything: nothing below checks for interrupts, so it would
+		 * otherwise fail the statement after the call returned, with the
+		 * extra hold taken.
+		 */
+		CHECK_FOR_INTERRUPTS();
+
+		/*
 		 * Re-entrant grant: same token, one more hold.  A first hold in the
 		 * other scope takes the lock manager's lock for that scope too (it
 		 * is granted at once: this backend already holds the tag).
@@ -373,10 +381,12 @@ AcquireLock(NameArg name, Scope scope, HoldMode mode, int64 wait_usecs, int64 *t
 
 	/*
 	 * Granted.  Whatever fails from here on (token issuance, cancel, out of
-	 * memory) must not leave the lock held, nor an entry for it: undo both
-	 * before the error propagates (SPEC guarantee 8).
+	 * memory) must not leave the lock held, nor an entry for it, nor its
+	 * row in the registry: undo them before the error propagates (SPEC
+	 * guarantee 8).
 	 */
 	volatile bool entered = false;
+	volatile bool recorded = false;
 	MemoryContext oldcxt = CurrentMemoryContext;
 
 	PG_TRY();
@@ -405,11 +415,26 @@ AcquireLock(NameArg name, Scope scope, HoldMode mode, int64 wait_usecs, int64 *t
 			lock->xact_holds = 1;
 		}
 		StatsRecordGrant(key, lock->name, lock->name_len, t, GrantKind(lock), lock->granted_at);
+		recorded = true;
+
+		/*
+		 * A cancel request or statement_timeout that arrived during the
+		 * call is serviced here, so that it fails the call, which then
+		 * holds nothing.  Nothing since the lock manager's last check (in
+		 * its wait) has serviced one: token issuance waits with interrupts
+		 * held off (LWLocks, WAL flush, the synchronous standbys), and a
+		 * free lock is granted without any check.  Left pending, it would
+		 * fail the statement just after the call returned, with the lock
+		 * held under a token nobody saw.
+		 */
+		CHECK_FOR_INTERRUPTS();
 		*token = t;
 	}
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(oldcxt);
+		if (recorded)
+			StatsRecordRelease(key);
 		if (entered)
 		{
 			HeldLock *partial =

@@ -89,8 +89,10 @@ struct LeaderWatchOptions
  * Follows the leader of one election on a connection of its own: LISTEN
  * pg_fence (the server notifies at commit every change of a lease's
  * holder: grant, takeover, resign, release; README "Notifications").  An
- * election or takeover is reported from the notification itself, so a
- * leader that resigns before anyone could read it is still reported; a
+ * election, a plain lease's grant (fence.lease_acquire: fence.leader()
+ * reports its holder too) or a takeover is reported from the notification
+ * itself, so a leader that resigns before anyone could read it is still
+ * reported; a
  * resign or release reports "no leader"; and after each notification
  * about `name` the watch reads fence.leader(name) again, which also
  * covers what a notification cannot say.  An expiry without a takeover

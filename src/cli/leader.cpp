@@ -13,9 +13,11 @@
  * CANDIDATE is empty when the leader has none (a lease acquired without
  * a holder, e.g. fence.lease_acquire('x', '20 s')).
  * The first --watch line is the state at start.  The watch is a
- * fence::LeaderWatch (election.hpp): LISTEN pg_fence, fence.leader(NAME)
- * again on a notification about NAME and once at the leader's expires_at
- * (an expiry without a takeover sends no notification); no polling.
+ * fence::LeaderWatch (election.hpp): LISTEN pg_fence, a new leader (an
+ * election or a plain lease's grant) or its end taken from a notification
+ * about NAME, fence.leader(NAME) again after it and once at the leader's
+ * expires_at (an expiry without a takeover sends no notification); no
+ * polling.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

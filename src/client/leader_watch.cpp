@@ -9,9 +9,9 @@
  * channel pg_fence arrives, the current leader's expires_at passes (an
  * expiry without a takeover sends no notification), or the destructor
  * asks it to stop.  A notification about another name is ignored; one
- * about the watched name is applied first (an election reported from the
- * payload, notify_payload.hpp; a resign or release of the current term
- * reported as "none"), then fence.leader(name) is read again, as it is at
+ * about the watched name is applied first (an election or a plain lease's
+ * grant reported from the payload, notify_payload.hpp; a resign or release
+ * of the current term reported as "none"), then fence.leader(name) is read again, as it is at
  * expires_at; each report is made only when the (candidate, term) pair
  * changed, and terms never go back.  A broken connection is made again
  * with backoff (50 ms doubling to 5 s), followed by LISTEN and a fresh
@@ -197,17 +197,20 @@ struct LeaderWatchImpl
 	}
 
 	/*
-	 * A notification about this name, in commit order.  An election or a
-	 * takeover by a campaign is reported from the payload itself, so that
-	 * a leader that is gone again before the next read is seen too; a
-	 * resign or release of the current term reports "none".  A payload
-	 * about an older term than one already reported (read after it) is
-	 * stale and skipped.
+	 * A notification about this name, in commit order.  A new holder of
+	 * the lease `name` (kind "leader", elected by fence.campaign, or
+	 * "lease", a plain fence.lease_acquire: fence.leader() reports both)
+	 * is reported from the payload itself, so that a leader that is gone
+	 * again before the next read is seen too; a resign or release of the
+	 * current term reports "none".  A payload about an older term than one
+	 * already reported (read after it) is stale and skipped.  Semaphore
+	 * permits are no leaders (fence.leader() refuses a semaphore's name).
 	 */
 	void
 	Apply(const client_internal::NotifyPayload &n)
 	{
-		if (n.kind == "leader" && (n.event == "acquired" || n.event == "taken_over"))
+		if ((n.kind == "leader" || n.kind == "lease") &&
+			(n.event == "acquired" || n.event == "taken_over"))
 		{
 			if (n.token <= last_term)
 				return;

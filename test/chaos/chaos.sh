@@ -68,18 +68,19 @@ if [ ! -x "$PGBIN/initdb" ]; then
 fi
 export PATH="$PGBIN:$PATH"
 unset PGSERVICE PGPASSWORD PGHOSTADDR PGOPTIONS PGHOST PGPORT PGDATABASE PGUSER
+CHAOS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_chaos.XXXXXX")
+chmod 755 "$CHAOS_TMP"
 if [ "$(id -u)" -eq 0 ]; then
 	OWNER=postgres
 	id "$OWNER" >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash "$OWNER"
-	AS_OWNER="runuser -u $OWNER --"
+	chown "$OWNER" "$CHAOS_TMP"
+	# In a directory the owner can enter (not the caller's, maybe a 0700
+	# clone): see scripts/temp-cluster.sh.
+	AS_OWNER="runuser -u $OWNER -- env -C $CHAOS_TMP"
 else
 	OWNER=$(id -un)
 	AS_OWNER=""
 fi
-
-CHAOS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_chaos.XXXXXX")
-chmod 755 "$CHAOS_TMP"
-[ -n "$AS_OWNER" ] && chown "$OWNER" "$CHAOS_TMP"
 rm -rf "$CHAOS_OUT"
 mkdir -p "$CHAOS_OUT"
 : >"$CHAOS_OUT/nemesis.tsv"

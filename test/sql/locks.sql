@@ -243,6 +243,42 @@ RESET lock_timeout;
 SELECT fence.try_lock('h') > :tf AS locked_again, fence.unlock_all() AS released;
 
 --
+-- Guarantee 8 with a cancel: a cancel request (or statement_timeout) that
+-- arrives while the call runs, also after the grant (during token issuance,
+-- whose waits hold interrupts off), fails the call, which then holds
+-- nothing; it must not surface only after the call returned (then the
+-- statement fails, the call did not, and the hold stays, as above).
+-- pg_cancel_backend on this backend, evaluated just before the lock call
+-- in the same target list, leaves the cancel pending during the whole call.
+-- (fence.held_locks() has a NOTICE without the shared memory.)
+--
+SET client_min_messages = warning;
+\set VERBOSITY sqlstate
+SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock('c') AS token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT held() AS held,
+       (SELECT count(*) FROM fence.held_locks() WHERE pid = pg_backend_pid()) AS registered,
+       fence.unlock_all() AS tracked;
+SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock_shared('c') AS token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT held() AS held, fence.unlock_all() AS tracked;
+SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.try_lock('c') AS token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT held() AS held, fence.unlock_all() AS tracked;
+BEGIN;
+SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock('c', '1s') AS token;
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT held() AS held, fence.unlock_all() AS tracked;
+-- a re-entrant call cancelled so adds no hold (the first unlock frees it)
+SELECT fence.try_lock('c') AS tc \gset
+SELECT pg_cancel_backend(pg_backend_pid()) AS cancelled, fence.lock('c') AS token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fence.unlock('c', :tc) AS first, held() AS held, fence.unlock('c', :tc) AS second;
+\set VERBOSITY terse
+RESET client_min_messages;
+
+--
 -- COST 10000: the planner checks cheap quals first, so only the row that
 -- passes them is locked.
 --

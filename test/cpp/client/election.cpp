@@ -378,6 +378,48 @@ TEST_CASE("Election: a leader without a candidate (a lease acquired without a ho
 	CHECK(w.leader() == std::nullopt);
 }
 
+TEST_CASE("Election: a plain lease held for a moment only is seen by watches and observers, "
+		  "from its notifications",
+		  "[client][election]")
+{
+	REQUIRE_ELECTIONS();
+	const std::string      name = Unique("short-lease");
+	pqxx::connection       sql("");
+	LeaderLog              watched, observed;
+	fence::LeaderWatch     w("", name, watched.callback());
+	fence::ElectionOptions eo = Candidate("E");
+	eo.on_leader = observed.callback();
+	fence::Election e("", name, 10s, std::move(eo));
+	REQUIRE(WaitFor([&] { return watched.last() == "none" && observed.last() == "none"; }, 10s));
+	/*
+	 * Granted and released in one transaction: both notifications arrive
+	 * together at its commit, and fence.leader() never shows the lease to
+	 * anyone, so only the "acquired" payload of kind lease can report it.
+	 * Then a lease without a holder, granted and released in two
+	 * statements (pg_fence leader --watch's case in test/shell/cli/elect.sh).
+	 */
+	std::int64_t t1, t2;
+	{
+		pqxx::work tx(sql);
+		t1 = ExecParams1(tx, "SELECT fence.lease_acquire($1, '60 s', 'plain')", name)[0]
+				 .as<std::int64_t>();
+		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, t1)[0].as<bool>());
+		tx.commit();
+	}
+	{
+		pqxx::nontransaction tx(sql);
+		t2 = ExecParams1(tx, "SELECT fence.lease_acquire($1, '60 s')", name)[0].as<std::int64_t>();
+		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, t2)[0].as<bool>());
+	}
+	const std::vector<std::string> expect{"none", "plain/" + std::to_string(t1), "none",
+										  "(null)/" + std::to_string(t2), "none"};
+	CHECK(WaitFor([&] { return watched.all().size() >= 5 && observed.all().size() >= 5; }, 10s));
+	CHECK(watched.all() == expect);
+	CHECK(observed.all() == expect);
+	CHECK(w.leader() == std::nullopt);
+	CHECK_FALSE(e.observed_leader().has_value());
+}
+
 TEST_CASE("Election: observers see every new leader, a resign, and an expiry without a takeover",
 		  "[client][election]")
 {

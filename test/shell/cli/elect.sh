@@ -14,7 +14,8 @@
 #     an empty NAME for leader as for elect; server errors say "pg_fence: "
 #     once.
 #  7. A leader without a candidate (fence.lease_acquire without holder):
-#     leader and leader --watch print an empty CANDIDATE.
+#     leader and leader --watch print an empty CANDIDATE; --watch prints a
+#     plain lease released at once (from its notifications).
 #  8. Candidates waiting through a server restart, a terminated backend and
 #     a cancelled wait keep campaigning (application_name = candidate);
 #     when the leader resigns, one of them is elected; so does a waiting
@@ -167,6 +168,19 @@ out=$("$PGF" leader --watch --count 1 nullc 2>>"$T/nullc.err"); rc=$?
 is "leader --watch of a lease without holder: 0" "$rc" 0
 is "...prints leader, an empty CANDIDATE and the term" "$(printf '%s\n' "$out" | cut -f2-)" "$(printf 'leader\t\t%s' "$ntok")"
 psql -X -At -c "SELECT fence.lease_release('nullc', $ntok)" >/dev/null
+# A plain lease held for a moment only is printed from its notifications:
+# granted and released in one statement (fence.leader() never shows it to
+# another session), then in two statements right after each other.
+"$PGF" leader --watch --count 5 shortl >"$T/shortl.out" 2>"$T/shortl.err" & SW=$!
+waitgrep 'none' "$T/shortl.out" || echo "not ok - leader --watch printed no first line"
+s1=$(psql -X -At -c "WITH a AS (SELECT fence.lease_acquire('shortl', '60 s', 'plain') AS t)
+	SELECT t FROM a WHERE fence.lease_release('shortl', t)")
+s2=$(psql -X -At -c "SELECT fence.lease_acquire('shortl', '60 s')")
+psql -X -At -c "SELECT fence.lease_release('shortl', $s2)" >/dev/null
+for _ in $(seq 1 200); do kill -0 "$SW" 2>/dev/null || break; sleep 0.05; done
+is "leader --watch printed a short plain lease's 5 lines within 10 s" "$(alive "$SW")" dead
+is "...none, the lease held for one statement, none, the one held for two, none" \
+	"$(cut -f2- "$T/shortl.out" | tr '\t\n' ' |')" "none|leader plain $s1|none|leader  $s2|none|"
 
 # 8. Candidates waiting through a restart, a terminated backend, a cancelled wait.
 if [ -n "${FENCE_CLUSTER_CTL:-}" ]; then
