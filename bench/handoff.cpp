@@ -8,7 +8,8 @@
  * Two threads, each with its own connection, pass one lock back and forth:
  *
  *   holder:  gets the lock (grant g), tells the other thread to start
- *            waiting, holds it for a random time (--hold-min + uniform
+ *            waiting, and once the other is about to send its acquire
+ *            (connected), holds it for a random time (--hold-min + uniform
  *            [0, --hold-spread) ms), releases it
  *   waiter:  starts waiting when told, gets the lock (grant g + 1), and is
  *            the next holder
@@ -38,7 +39,12 @@
  *                   thread grants itself one etcd lease (TTL 600 s) at start
  *
  * The pg_fence lease release is fence.lease_release(name, token) in
- * autocommit.  With --kind leader the pg_fence modes hand over a
+ * autocommit.  With --connect each (pg_fence modes) every grant is made,
+ * held and released on a new connection: a thread connects when it is told
+ * to start waiting (before its acquire) and disconnects after its release,
+ * like a worker that connects, takes a lease and releases it; the backend
+ * has used none of pg_fence's state before its acquire.  The default,
+ * --connect once, keeps one connection per thread.  With --kind leader the pg_fence modes hand over a
  * leadership instead (leader election): the waiter campaigns,
  * fence.campaign(name, candidate, '60 s'[, '30 s']), and the leader
  * resigns, fence.resign(name, term).  PostgreSQL connection: the libpq
@@ -46,6 +52,7 @@
  *
  * Options: --mode M --handoffs N --name NAME --hold-min MS --hold-spread MS
  *          --interval MS (poll) --etcd URL (etcd, e.g. http://127.0.0.1:PORT)
+ *          --connect once|each (pg_fence modes)
  *          --seed S (hold times and poll phases; the same seed gives every
  *          mode the same hold times) --kind lease|leader (pg_fence modes)
  * Output, one line per hand-off, tab separated:
@@ -98,7 +105,8 @@ struct Options
 	int         interval_ms = 50;
 	std::string etcd;
 	unsigned    seed = 1;
-	bool        leader = false; /* --kind leader: campaign / resign */
+	bool        leader = false;       /* --kind leader: campaign / resign */
+	bool        connect_each = false; /* --connect each: a new connection per grant */
 };
 
 /* One lock client: acquire (waiting as the mode says) and release. */
@@ -106,6 +114,11 @@ class LockClient
 {
 public:
 	virtual ~LockClient() = default;
+	/* Called before each Acquire: a client with a connection per grant connects here. */
+	virtual void
+	Connect()
+	{
+	}
 	/* Returns when the lock is ours; counts the requests sent meanwhile. */
 	virtual void Acquire(int &requests) = 0;
 	virtual void Release() = 0;
@@ -117,23 +130,21 @@ public:
 	PgClient(const Options &opt, const std::string &holder, unsigned seed)
 		: opt_(opt), holder_(holder), rng_(seed)
 	{
-		conn_ = PQconnectdb("");
-		if (PQstatus(conn_) != CONNECTION_OK)
-			throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn_));
-		if (opt.leader)
-		{
-			Prepare("try", "SELECT fence.campaign($1, $2, '60 s')");
-			Prepare("wait", "SELECT fence.campaign($1, $2, '60 s', '30 s')");
-			Prepare("release", "SELECT fence.resign($1, $2::bigint)");
-		}
-		else
-		{
-			Prepare("try", "SELECT fence.lease_acquire($1, '60 s', $2)");
-			Prepare("wait", "SELECT fence.lease_acquire($1, '60 s', $2, wait => '30 s')");
-			Prepare("release", "SELECT fence.lease_release($1, $2::bigint)");
-		}
+		if (!opt.connect_each)
+			Open();
 	}
-	~PgClient() override { PQfinish(conn_); }
+	~PgClient() override
+	{
+		if (conn_ != nullptr)
+			PQfinish(conn_);
+	}
+
+	void
+	Connect() override
+	{
+		if (opt_.connect_each)
+			Open();
+	}
 
 	void
 	Acquire(int &requests) override
@@ -167,9 +178,35 @@ public:
 		PQclear(res);
 		if (!ok)
 			throw std::runtime_error("release did not return true: " + err);
+		if (opt_.connect_each)
+		{
+			PQfinish(conn_);
+			conn_ = nullptr;
+		}
 	}
 
 private:
+	/* A new connection with the three statements prepared (no pg_fence call yet). */
+	void
+	Open()
+	{
+		conn_ = PQconnectdb("");
+		if (PQstatus(conn_) != CONNECTION_OK)
+			throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn_));
+		if (opt_.leader)
+		{
+			Prepare("try", "SELECT fence.campaign($1, $2, '60 s')");
+			Prepare("wait", "SELECT fence.campaign($1, $2, '60 s', '30 s')");
+			Prepare("release", "SELECT fence.resign($1, $2::bigint)");
+		}
+		else
+		{
+			Prepare("try", "SELECT fence.lease_acquire($1, '60 s', $2)");
+			Prepare("wait", "SELECT fence.lease_acquire($1, '60 s', $2, wait => '30 s')");
+			Prepare("release", "SELECT fence.lease_release($1, $2::bigint)");
+		}
+	}
+
 	void
 	Prepare(const char *stmt, const char *sql)
 	{
@@ -320,6 +357,7 @@ struct Shared
 	std::mutex                     mu;
 	std::condition_variable        cv;
 	int                            turn = 0; /* thread allowed to start waiting; -1: none */
+	bool                           waiter_ready = false; /* it is about to send its acquire */
 	bool                           done = false;
 	bool                           failed = false;
 	int                            grants = 0;
@@ -348,6 +386,12 @@ RunThread(int me, const Options &opt, Shared &sh)
 					return;
 				sh.turn = -1;
 			}
+			client->Connect();
+			{
+				std::lock_guard<std::mutex> lk(sh.mu);
+				sh.waiter_ready = true;
+			}
+			sh.cv.notify_all();
 			int requests = 0;
 			client->Acquire(requests);
 			Clock::time_point got = Clock::now();
@@ -359,8 +403,17 @@ RunThread(int me, const Options &opt, Shared &sh)
 				sh.requests[g] = requests;
 				if (g < opt.handoffs)
 					sh.turn = 1 - me;
+				sh.waiter_ready = false;
 			}
 			sh.cv.notify_all();
+			if (g < opt.handoffs)
+			{
+				/* the hold counts from the moment the waiter is connected */
+				std::unique_lock<std::mutex> lk(sh.mu);
+				sh.cv.wait(lk, [&] { return sh.done || sh.waiter_ready; });
+				if (sh.done)
+					return;
+			}
 			std::this_thread::sleep_for(std::chrono::milliseconds(opt.hold_min_ms + spread(rng)));
 			Clock::time_point sent = Clock::now();
 			client->Release();
@@ -422,6 +475,12 @@ ParseArgs(int argc, char **argv)
 			opt.etcd = v;
 		else if (a == "--seed")
 			opt.seed = (unsigned) std::stoul(v);
+		else if (a == "--connect")
+		{
+			if (v != "once" && v != "each")
+				throw std::runtime_error("unknown --connect " + v);
+			opt.connect_each = v == "each";
+		}
 		else if (a == "--kind")
 		{
 			if (v != "lease" && v != "leader")
@@ -435,6 +494,8 @@ ParseArgs(int argc, char **argv)
 		throw std::runtime_error("--handoffs, --hold-min and --interval must be positive");
 	if (opt.mode == Mode::Etcd && opt.etcd.empty())
 		throw std::runtime_error("--mode etcd needs --etcd URL");
+	if (opt.mode == Mode::Etcd && opt.connect_each)
+		throw std::runtime_error("--connect each is for the pg_fence modes");
 	return opt;
 }
 

@@ -12,6 +12,11 @@
 # Systems (bench/handoff.cpp describes each):
 #   wait     pg_fence: fence.lease_acquire(..., wait => '30 s'), woken in the
 #            server when the release commits
+#   waitnew  the same with a new connection per grant (bench/handoff
+#            --connect each): the waiter connects just before it waits,
+#            the holder disconnects after its release, so no backend has
+#            used pg_fence before its acquire (a worker's pattern; with
+#            fence.shared_memory() = dynamic, the case of issue 23)
 #   poll50   pg_fence's lease_acquire without wait, retried every 50 ms
 #   poll500  the same every 500 ms (50-500 ms: common Redis lock clients)
 #   backoff  the same with exponential backoff, 10 ms doubling to 1 s
@@ -21,10 +26,11 @@
 # the same hold times (same seed) for every system of the round.
 #
 # Environment: BENCH_HANDOFFS [200] (per system, split over the rounds),
-# BENCH_HANDOFF_ROUNDS [4], BENCH_HANDOFF_SYSTEMS ["wait poll50 poll500
-# backoff etcd"; for leader "wait poll100"], BENCH_HOLD_MIN_MS [20], BENCH_HOLD_SPREAD_MS [100] (hold
+# BENCH_HANDOFF_ROUNDS [4], BENCH_HANDOFF_SYSTEMS ["wait waitnew poll50
+# poll500 backoff etcd"; for leader "wait waitnew poll100"], BENCH_HOLD_MIN_MS [20], BENCH_HOLD_SPREAD_MS [100] (hold
 # time = min + uniform [0, spread) ms), BENCH_HANDOFF_RESULTS
-# [bench/results-handoff-pgMAJOR.md], BENCH_HANDOFF_NOTE (a line or two about
+# [bench/results-handoff-pgMAJOR.md; -dynamic.md or -none.md added to the
+# stem when pg_fence is not preloaded], BENCH_HANDOFF_NOTE (a line or two about
 # the run, e.g. other load on the machine, written under the table),
 # BENCH_HANDOFF_KIND [lease]: `leader` hands over a leadership instead
 # (fence.campaign / fence.resign: leader election), with results in
@@ -45,9 +51,9 @@ case $KIND in
 esac
 # leader: etcd's lock is no election, so by default pg_fence against its own polling at 100 ms.
 if [ "$KIND" = leader ]; then
-	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait poll100"}
+	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait waitnew poll100"}
 else
-	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait poll50 poll500 backoff etcd"}
+	SYSTEMS=${BENCH_HANDOFF_SYSTEMS:-"wait waitnew poll50 poll500 backoff etcd"}
 fi
 DRIVER=$HERE/handoff
 OUT=$HERE/out/handoff
@@ -63,14 +69,17 @@ if [ ! -x "$DRIVER" ]; then
 fi
 PER_ROUND=$(((HANDOFFS + ROUNDS - 1) / ROUNDS))
 MAJOR=$(psql -XAtqc "SELECT current_setting('server_version_num')::int / 10000")
-RESULTS=${BENCH_HANDOFF_RESULTS:-$HERE/results-$STEM-pg$MAJOR.md}
+psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS pg_fence" >/dev/null
+SHMEM=$(psql -XAtqc "SELECT fence.shared_memory()")
+SUFFIX=
+[ "$SHMEM" = preloaded ] || SUFFIX=-$SHMEM
+RESULTS=${BENCH_HANDOFF_RESULTS:-$HERE/results-$STEM-pg$MAJOR$SUFFIX.md}
 mkdir -p "$OUT"
 RAW=$OUT/raw.tsv
 : >"$RAW"
 : >"$OUT/errors.log"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-psql -XAtq -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS pg_fence" >/dev/null
 server=$(psql -XAtqc "SHOW server_version")
 fsync=$(psql -XAtqc "SHOW fsync")
 
@@ -154,6 +163,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		sys=${systems[$(((i + r) % n))]}
 		case $sys in
 			wait) args=(--mode wait) ;;
+			waitnew) args=(--mode wait --connect each) ;;
 			poll*) args=(--mode poll --interval "${sys#poll}") ;;
 			backoff) args=(--mode backoff) ;;
 			etcd) args=(--mode etcd --etcd "$ETCD_URL") ;;
@@ -192,9 +202,11 @@ summary() { # system -> "count med_ack p99_ack med_send p99_send mean_req max_re
 label() {
 	case $KIND/$1 in
 		leader/wait) echo "pg_fence \`campaign\`, waiting in the server" ;;
+		leader/waitnew) echo "pg_fence \`campaign\`, waiting in the server, a new connection per term" ;;
 		leader/poll*) echo "pg_fence \`campaign\` polled every ${1#poll} ms (no wait)" ;;
 		leader/backoff) echo "pg_fence \`campaign\` polled with backoff 10 ms → 1 s" ;;
 		*/wait) echo "pg_fence, waiting in the server (\`wait =>\`)" ;;
+		*/waitnew) echo "pg_fence, waiting in the server, a new connection per grant" ;;
 		*/poll*) echo "pg_fence polled every ${1#poll} ms (no \`wait\`)" ;;
 		*/backoff) echo "pg_fence polled with backoff 10 ms → 1 s" ;;
 		*/etcd) echo "etcd $etcd_version lock (\`/v3/lock/lock\`)" ;;
@@ -218,7 +230,12 @@ version=$(psql -XAtqc "SELECT extversion FROM pg_extension WHERE extname = 'pg_f
 	echo "|---|---|"
 	echo "| machine | $(nproc) CPUs, $cpu |"
 	echo "| load average (1/5/15 min) | before: $LOAD_BEFORE; after: $LOAD_AFTER |"
-	echo "| PostgreSQL | $server, fsync $fsync, synchronous_commit on, pg_fence preloaded |"
+	case $SHMEM in
+		preloaded) preload="pg_fence preloaded" ;;
+		dynamic) preload="pg_fence not preloaded (\`fence.shared_memory()\` = dynamic: a named DSM segment)" ;;
+		*) preload="pg_fence not preloaded (\`fence.shared_memory()\` = $SHMEM)" ;;
+	esac
+	echo "| PostgreSQL | $server, fsync $fsync, synchronous_commit on, $preload |"
 	echo "| pg_fence | $version (commit $commit) |"
 	if [ -n "$etcd_version" ]; then
 		echo "| etcd | $etcd_version, one member, its own data directory on the same disk |"
@@ -232,6 +249,13 @@ version=$(psql -XAtqc "SELECT extversion FROM pg_extension WHERE extname = 'pg_f
 	echo "A sent the release (\"after send\"). Requests = the waiter's acquire requests"
 	echo "for one hand-off. × pg_fence = this system's value ÷ pg_fence's (waiting in"
 	echo "the server) in the same run: above 1 pg_fence is faster, or sends fewer."
+	case " $SYSTEMS " in
+		*" waitnew "*)
+			echo "\"A new connection per grant\": the waiter connects just before it starts"
+			echo "waiting and the holder disconnects after its release, so no backend has"
+			echo "used pg_fence before its acquire."
+			;;
+	esac
 	echo
 	echo "| waiter | hand-offs | median after ack (ms) | × pg_fence | p99 after ack (ms) | × pg_fence | median after send (ms) | p99 after send (ms) | requests per hand-off (mean, max) | × pg_fence | over 50 ms after ack |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -194,6 +194,14 @@ LeaseWaitKey(uint64 name_hash)
 int
 JoinLeaseQueue(uint64 key)
 {
+	/*
+	 * A new backend has not attached the named segment yet (17+ without the
+	 * preload): attach now, or the queue looks absent and the wait falls
+	 * back to polling.
+	 */
+	if (!AttachShared())
+		return -1;
+
 	LeaseWaiters *w = Waiters();
 	int           slot = -1;
 
@@ -258,6 +266,13 @@ IsLeaseQueueHead(int slot)
 void
 WakeLeaseWaitersAtEnd(uint64 key)
 {
+	/*
+	 * Attach here, not in the callback: attaching a named segment may
+	 * allocate and raise ERROR, which the end of a transaction cannot take.
+	 * The callers have attached already (LeaseBegin): this is a check.
+	 */
+	if (!AttachShared())
+		return;
 	if (!callback_registered)
 	{
 		RegisterXactCallback(AtXactEnd, nullptr);

@@ -40,8 +40,10 @@ uint64 LeaseWaitKey(uint64 name_hash);
 
 /*
  * Joins the queue of `key`; returns the slot, or -1 when there is no shared
- * memory (PostgreSQL 15/16 without the preload) or no free slot.  The
- * caller must leave it on every path out (PG_FINALLY).
+ * memory (PostgreSQL 15/16 without the preload) or no free slot.  Attaches
+ * this backend to the shared block first (AttachShared), so it may raise
+ * ERROR: call it before anything is held.  The caller must leave the queue
+ * on every path out (PG_FINALLY).
  */
 int JoinLeaseQueue(uint64 key);
 
@@ -51,7 +53,12 @@ void LeaveLeaseQueue(int slot);
 /* Is the slot the oldest waiter of its name? */
 bool IsLeaseQueueHead(int slot);
 
-/* Wakes the head waiter of `key` when the current transaction ends. */
+/*
+ * Wakes the head waiter of `key` when the current transaction ends.
+ * Attaches this backend to the shared block first (may raise ERROR), so
+ * that the end of the transaction, which must not raise, finds the queue;
+ * does nothing without shared memory (15/16 without the preload).
+ */
 void WakeLeaseWaitersAtEnd(uint64 key);
 
 /*
