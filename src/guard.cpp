@@ -158,7 +158,7 @@ RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const 
 	char       *table = QualifiedName(rel);
 	const char *key = RowDescription(rel, row);
 
-	StatsCount(StatKind::kMissingTokens);
+	StatsCountRejected(StatKind::kMissingTokens);
 	ereport(
 		ERROR,
 		(errcode(ERRCODE_FENCE_NO_TOKEN),

@@ -215,7 +215,7 @@ GuardInsertRow(TriggerData *td, int64 guard_id, int fence_attnum)
 
 		if (!TokenPresentedByWrite(&token, &setting))
 		{
-			StatsCount(StatKind::kMissingTokens);
+			StatsCountRejected(StatKind::kMissingTokens);
 			ereport(
 				ERROR,
 				(errcode(ERRCODE_FENCE_NO_TOKEN),

@@ -204,6 +204,13 @@ StatsCount(StatKind kind)
 }
 
 void
+StatsCountRejected(StatKind kind)
+{
+	AttachShared();
+	StatsCountN(kind, 1);
+}
+
+void
 StatsCountN(StatKind kind, uint64 n)
 {
 	DbShared *db = MyDbShared();
@@ -335,7 +342,7 @@ StatsRecordRelease(uint64 key)
 void
 ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current)
 {
-	StatsCount(StatKind::kStaleWrites);
+	StatsCountRejected(StatKind::kStaleWrites);
 	ereport(LOG, (errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT
 						 ", current fence " INT64_FORMAT,
 						 where, ClipForMessage(resource), presented, current),

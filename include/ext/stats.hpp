@@ -44,6 +44,15 @@ enum class StatKind
 /* Count one event (no-op without shared memory). */
 void StatsCount(StatKind kind);
 
+/*
+ * Count a rejected write (FN001, FN003) just before its error is raised:
+ * attaches this backend to the shared block first, so that on 17+ without
+ * the preload a new connection that has not used the block yet still
+ * counts it.  May raise ERROR only where attaching does (the named DSM
+ * segment cannot be created), which replaces the error about to be raised.
+ */
+void StatsCountRejected(StatKind kind);
+
 /* Count n events at once (unlock_all). */
 void StatsCountN(StatKind kind, uint64 n);
 
