@@ -120,9 +120,11 @@ else
 fi
 nq "$PRIMARY" -d postgres -c 'CREATE DATABASE chaos'
 nq "$PRIMARY" -d chaos -f test/chaos/schema.sql >/dev/null
-# The rows of resources l0..l2 (guarded by leases) and s0..s2 (session and xact locks).
-nq "$PRIMARY" -d chaos -c "INSERT INTO chaos.guarded (id) SELECT k || i FROM generate_series(0, 2) i, unnest('{l,s}'::text[]) k" \
-	-c "INSERT INTO chaos.fu (id) SELECT k || i FROM generate_series(0, 2) i, unnest('{l,s}'::text[]) k"
+# The rows of resources l0..l2 (guarded by leases), s0..s2 (session, shared
+# and xact locks), e0 (leaderships) and m0-0, m0-1 (a semaphore's slots).
+rows="SELECT 'l' || i FROM generate_series(0, 2) i UNION ALL SELECT 's' || i FROM generate_series(0, 2) i
+	UNION ALL VALUES ('e0'), ('m0-0'), ('m0-1')"
+nq "$PRIMARY" -d chaos -c "INSERT INTO chaos.guarded (id) $rows" -c "INSERT INTO chaos.fu (id) $rows"
 if [ -z "$PATRONI" ]; then
 	make_standby 1
 	sync_primary
@@ -188,9 +190,10 @@ done
 for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 wait "${WORKER_PIDS[@]}" 2>/dev/null || true # not Patroni and etcd, also our children
 
-# The truth about the writes and leases: the final primary's audit.
+# The truth about the writes, leases and lock holdings: the final primary's audit.
 rwq -F $'\t' -c 'SELECT * FROM chaos.audit_dump' >"$CHAOS_OUT/audit.tsv"
 rwq -F $'\t' -c 'SELECT * FROM chaos.lease_audit_dump' >"$CHAOS_OUT/lease_audit.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.holds_dump' >"$CHAOS_OUT/holds.tsv"
 
 echo "chaos: $WORKERS workers, ${DURATION} s, $REPLICATION replication${PATRONI:+ (Patroni)}, lease TTL ${TTL_MS} ms; history in $CHAOS_OUT"
 faults=$(printf '%s\n' pause "${NEMESIS[@]}" | sort -u | paste -sd, -)

@@ -3,14 +3,15 @@
  * checker.cpp
  *	  chaos_check: reads a chaos run's history (the workers' and the
  *	  nemesis' event files, the final primary's audit dumps), proves the
- *	  properties of checks.cpp, prints one line per property, the run's
- *	  counts and the summary line "N passed, N failed", and draws the run
- *	  as an SVG timeline.
+ *	  properties of checks.cpp and holdings.cpp, prints one line per
+ *	  property, the run's counts and the summary line "N passed, N failed",
+ *	  and draws the run as an SVG timeline.
  *
  *	  chaos_check --dir DIR [--svg FILE] [--async] [--faults LIST]
  *
  * DIR holds w*.tsv (one per worker) and nemesis.tsv (history.hpp's event
- * format), audit.tsv and lease_audit.tsv (schema.sql's dump views).
+ * format), audit.tsv, lease_audit.tsv and holds.tsv (schema.sql's dump
+ * views).  test/shell/chaos/checker.sh runs it on edited histories.
  * --async: the run replicated asynchronously (checks.hpp, Run::async).
  * --faults: comma separated nemesis faults that must have happened (pause,
  * kill, restart, failover): part of "history recorded".
@@ -79,11 +80,16 @@ CountsLine(const Counts &c)
 		auto it = c.nemesis.find(k);
 		return it == c.nemesis.end() ? size_t(0) : it->second;
 	};
-	return "grants " + std::to_string(g("lease") + g("session") + g("xact")) + " (lease " +
-		   std::to_string(g("lease")) + ", session " + std::to_string(g("session")) + ", xact " +
-		   std::to_string(g("xact")) + "), writes applied " + std::to_string(w("applied")) +
-		   ", stale writes rejected " + std::to_string(w("stale")) + ", outcome unknown " +
-		   std::to_string(w("unknown")) + ", write errors " +
+	size_t      total = 0;
+	std::string kinds;
+	for (const char *k : {"lease", "election", "semaphore", "session", "shared", "xact"})
+	{
+		total += g(k);
+		kinds += std::string(kinds.empty() ? "" : ", ") + k + " " + std::to_string(g(k));
+	}
+	return "grants " + std::to_string(total) + " (" + kinds + "), writes applied " +
+		   std::to_string(w("applied")) + ", stale writes rejected " + std::to_string(w("stale")) +
+		   ", outcome unknown " + std::to_string(w("unknown")) + ", write errors " +
 		   std::to_string(w("error") + w("notoken")) + ", pauses " + std::to_string(n("pause")) +
 		   ", kills " + std::to_string(n("kill")) + ", restarts " + std::to_string(n("restart")) +
 		   ", failovers " + std::to_string(n("failover")) +
@@ -109,24 +115,25 @@ BuildTimeline(const Run &run, const std::string &title)
 		return a.size() != b.size() ? a.size() < b.size() : a < b;
 	});
 	for (auto &h : LeaseHoldings(run, true))
-		t.bars.push_back({h.worker, "lease", h.token, h.start, h.end});
-	/* Session and xact holdings: from the grant to its release, as the client saw them. */
-	std::map<std::tuple<std::string, std::string, int64_t>, int64_t> open;
+		t.bars.push_back({h.worker, h.kind, h.token, h.start, h.end});
+	/* Session, shared and xact holdings: from the grant to its release, as the client saw them. */
+	std::map<std::tuple<std::string, std::string, int64_t>, std::pair<std::string, int64_t>> open;
 	for (auto &e : run.events)
 	{
-		if ((e.kind != "session" && e.kind != "xact") || e.worker == "burst")
+		if ((e.kind != "session" && e.kind != "shared" && e.kind != "xact") || e.worker == "burst")
 			continue;
 		auto key = std::make_tuple(e.worker, e.name, e.token);
 		if (e.type == "grant")
-			open[key] = e.complete;
+			open[key] = {e.kind, e.complete};
 		else if (e.type == "release" && open.count(key))
 		{
-			t.bars.push_back({e.worker, e.kind, e.token, open[key], e.complete});
+			t.bars.push_back({e.worker, e.kind, e.token, open[key].second, e.complete});
 			open.erase(key);
 		}
 	}
 	for (auto &o : open)
-		t.bars.push_back({std::get<0>(o.first), "session", std::get<2>(o.first), o.second, end});
+		t.bars.push_back(
+			{std::get<0>(o.first), o.second.first, std::get<2>(o.first), o.second.second, end});
 	for (auto &e : run.events)
 	{
 		if (e.type == "write" &&
@@ -195,10 +202,12 @@ main(int argc, char **argv)
 			chaos::ReadEvents(f.path().string(), run.events);
 	}
 	bool audit_ok = chaos::ReadAudit(dir + "/audit.tsv", run.audit) &&
-					chaos::ReadLeaseAudit(dir + "/lease_audit.tsv", run.lease_audit);
+					chaos::ReadLeaseAudit(dir + "/lease_audit.tsv", run.lease_audit) &&
+					chaos::ReadHolds(dir + "/holds.tsv", run.holds);
 	if (ec || !audit_ok)
 		std::printf("chaos_check: cannot read the history in %s%s\n", dir.c_str(),
-					audit_ok ? "" : " (audit.tsv / lease_audit.tsv missing or malformed)");
+					audit_ok ? ""
+							 : " (audit.tsv, lease_audit.tsv or holds.tsv missing or malformed)");
 
 	size_t passed = 0, failed = 0;
 	for (auto &r : chaos::CheckAll(run))

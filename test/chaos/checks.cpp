@@ -4,13 +4,15 @@
  *	  The properties the chaos checker proves.  Each is one test:
  *
  *   history recorded      every lock kind was granted, writes applied and
- *                         every fault asked for injected: a run that did
- *                         nothing proves nothing
+ *                         every fault asked for injected, the server-side
+ *                         records are there: a run that did nothing proves
+ *                         nothing
  *   tokens unique         no token was handed out twice, across restarts
  *                         and failovers: counting every grant a client saw
- *                         completed and every lease grant the final
- *                         primary's audit holds (grants no client saw and
- *                         no surviving server recorded do not count)
+ *                         completed and every grant the final primary's
+ *                         audit holds (fence.leases rows, chaos.holds
+ *                         grant rows; grants no client saw and no
+ *                         surviving server recorded do not count)
  *   tokens increase       a grant asked for after another grant completed
  *                         has a larger token, across restarts and
  *                         failovers (a promoted server's epoch beats the
@@ -28,10 +30,16 @@
  *                         final primary's audit (synchronous replication;
  *                         with asynchronous replication a failover may lose
  *                         them, and they are only counted)
- *   leases exclusive      per name, lease holdings never overlap in server
- *                         time: a holding runs from the server's granted_at
- *                         to its release (the server's clock at the
- *                         DELETE) or its latest server-side expiry
+ *
+ * and, over holdings (holdings.cpp):
+ *
+ *   leases exclusive      per name, lease and leadership holdings never
+ *                         overlap in server time
+ *   locks exclusive       per name, no holding of a session or xact lock
+ *                         overlaps another holding, and no shared holding
+ *                         an exclusive one
+ *   permits respected     a semaphore never has more holders than permits
+ *   one leader per term   ... and the terms of a name increase
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -49,7 +57,6 @@
 #include <tuple>
 
 namespace chaos {
-namespace {
 
 constexpr size_t kExamples = 8;
 
@@ -71,6 +78,10 @@ Ms(int64_t us)
 	s << (us % 100000000000LL) / 1e6 << "s";
 	return s.str();
 }
+
+namespace {
+
+const char *const kKinds[] = {"lease", "election", "semaphore", "session", "shared", "xact"};
 
 bool
 IsRowTarget(const std::string &target)
@@ -107,9 +118,13 @@ CheckRecorded(const Run &run)
 		if (e.type == "write" && e.outcome == "applied")
 			applied++;
 	}
-	for (const char *kind : {"lease", "session", "xact"})
+	size_t total = 0;
+	for (const char *kind : kKinds)
+	{
+		total += grants[kind];
 		if (grants[kind] == 0)
 			Problem(r, std::string("no ") + kind + " grant recorded");
+	}
 	if (applied == 0)
 		Problem(r, "no write applied");
 	for (auto &f : run.expected_faults)
@@ -119,9 +134,10 @@ CheckRecorded(const Run &run)
 		Problem(r, "the server-side audit of writes is empty");
 	if (run.lease_audit.empty())
 		Problem(r, "the server-side audit of leases is empty");
-	r.summary = std::to_string(grants["lease"] + grants["session"] + grants["xact"]) + " grants, " +
-				std::to_string(applied) + " writes applied, " + std::to_string(run.audit.size()) +
-				" audited";
+	if (run.holds.empty())
+		Problem(r, "the server-side record of lock holdings is empty");
+	r.summary = std::to_string(total) + " grants, " + std::to_string(applied) +
+				" writes applied, " + std::to_string(run.audit.size()) + " audited";
 	return r;
 }
 
@@ -135,28 +151,37 @@ CheckTokensUnique(const Run &run)
 		std::string kind, name, worker, source;
 	};
 	std::map<int64_t, std::vector<Grant>>          by_token;
-	std::multiset<std::pair<std::string, int64_t>> client_leases;
+	std::multiset<std::pair<std::string, int64_t>> client_grants;
 	for (auto &e : run.events)
 		if (e.type == "grant" && e.token > 0)
 		{
 			by_token[e.token].push_back({e.kind, e.name, e.worker, "client"});
-			if (e.kind == "lease")
-				client_leases.insert({e.name, e.token});
+			client_grants.insert({e.name, e.token});
 		}
 	size_t server_only = 0;
+	auto   server = [&](const std::string &kind, const std::string &name, int64_t token,
+                      const std::string &holder) {
+        auto it = client_grants.find({name, token});
+        if (it != client_grants.end())
+        {
+            client_grants.erase(it); /* the same grant, seen from both sides */
+            return;
+        }
+        by_token[token].push_back({kind, name, holder, "final primary's audit"});
+        server_only++;
+	};
 	for (auto &a : run.lease_audit)
-	{
-		if (a.event != "grant")
-			continue;
-		auto it = client_leases.find({a.name, a.token});
-		if (it != client_leases.end())
-		{
-			client_leases.erase(it); /* the same grant, seen from both sides */
-			continue;
-		}
-		by_token[a.token].push_back({"lease", a.name, a.holder, "final primary's audit"});
-		server_only++;
-	}
+		if (a.event == "grant")
+			server(a.permits >= 0 ? "semaphore"
+				   : a.elected    ? "election"
+								  : "lease",
+				   a.name, a.token, a.holder);
+	for (auto &h : run.holds)
+		if (h.event == "grant")
+			server(h.scope == "xact"    ? "xact"
+				   : h.mode == "shared" ? "shared"
+										: "session",
+				   h.name, h.token, h.worker);
 	for (auto &t : by_token)
 	{
 		if (t.second.size() < 2)
@@ -168,7 +193,7 @@ CheckTokensUnique(const Run &run)
 		Problem(r, what);
 	}
 	r.summary = std::to_string(by_token.size()) + " tokens, " + std::to_string(server_only) +
-				" lease grants known only to the server";
+				" grants known only to the server";
 	return r;
 }
 
@@ -264,45 +289,6 @@ CheckAckedDurable(const Run &run)
 	return r;
 }
 
-CheckResult
-CheckLeasesExclusive(const Run &run)
-{
-	CheckResult r;
-	r.name = "lease holdings never overlap";
-	auto holdings = LeaseHoldings(run, !run.async);
-	std::sort(holdings.begin(), holdings.end(), [](const Holding &a, const Holding &b) {
-		return std::tie(a.name, a.start, a.token) < std::tie(b.name, b.start, b.token);
-	});
-	const Holding *last = nullptr; /* the holding of this name that ends latest */
-	size_t         lost = 0;
-	for (auto &h : holdings)
-	{
-		if (!h.audited)
-			lost++;
-		if (last && last->name != h.name)
-			last = nullptr;
-		if (last && h.start < last->end)
-			Problem(r, h.name + ": token " + std::to_string(h.token) + " (" + h.worker +
-						   ") granted at " + Ms(h.start) + " while token " +
-						   std::to_string(last->token) + " (" + last->worker + ") held it until " +
-						   Ms(last->end));
-		if (!last || h.end > last->end)
-			last = &h;
-	}
-	r.summary = std::to_string(holdings.size()) + " holdings";
-	if (lost)
-		r.summary += ", " + std::to_string(lost) + " seen by clients only";
-	if (run.async)
-	{
-		size_t lost_async = 0;
-		for (auto &h : LeaseHoldings(run, true))
-			lost_async += !h.audited;
-		r.summary += ", " + std::to_string(lost_async) +
-					 " client-seen grants lost by a failover (asynchronous replication)";
-	}
-	return r;
-}
-
 /*
  * Every grant beats every grant that completed before it was asked for:
  * one counter per database, and after a failover a new epoch above the
@@ -345,73 +331,13 @@ CheckTokensIncrease(const Run &run)
 
 } // namespace
 
-std::vector<Holding>
-LeaseHoldings(const Run &run, bool with_client_view)
-{
-	struct Acc
-	{
-		Holding h;
-		int64_t expires = -1, released = -1;
-	};
-	std::map<std::pair<std::string, int64_t>, Acc> acc;
-	for (auto &a : run.lease_audit)
-	{
-		Acc &x = acc[{a.name, a.token}];
-		x.h.name = a.name;
-		x.h.token = a.token;
-		x.h.audited = true;
-		if (a.event == "grant")
-		{
-			x.h.start = a.granted;
-			x.h.worker = a.holder;
-		}
-		if (a.event == "grant" || a.event == "renew")
-			x.expires = std::max(x.expires, a.expires);
-		if (a.event == "release")
-			x.released = a.at;
-	}
-	for (auto &e : run.events)
-	{
-		if (e.kind != "lease" || e.token <= 0)
-			continue;
-		auto it = acc.find({e.name, e.token});
-		if (e.type == "grant")
-		{
-			if (it == acc.end() && !with_client_view)
-				continue;
-			Acc &x = acc[{e.name, e.token}];
-			x.h.client = true;
-			x.h.name = e.name;
-			x.h.token = e.token;
-			x.h.worker = e.worker;
-			if (x.h.start < 0)
-				x.h.start = e.granted;
-			if (with_client_view)
-				x.expires = std::max(x.expires, e.expires);
-		}
-		else if (e.type == "renew" && e.outcome == "ok" && with_client_view && it != acc.end())
-		{
-			it->second.expires = std::max(it->second.expires, e.expires);
-		}
-	}
-	std::vector<Holding> out;
-	for (auto &kv : acc)
-	{
-		Acc &x = kv.second;
-		if (x.h.start < 0) /* renewed or released, its grant not seen: before the audit */
-			continue;
-		x.h.end = x.released >= 0 ? std::min(x.released, x.expires) : x.expires;
-		out.push_back(x.h);
-	}
-	return out;
-}
-
 std::vector<CheckResult>
 CheckAll(const Run &run)
 {
-	return {CheckRecorded(run),       CheckTokensUnique(run),   CheckTokensIncrease(run),
-			CheckFencesIncrease(run), CheckNoStaleApplied(run), CheckAckedDurable(run),
-			CheckLeasesExclusive(run)};
+	return {CheckRecorded(run),        CheckTokensUnique(run),   CheckTokensIncrease(run),
+			CheckFencesIncrease(run),  CheckNoStaleApplied(run), CheckAckedDurable(run),
+			CheckLeasesExclusive(run), CheckLocksExclusive(run), CheckSemaphores(run),
+			CheckElections(run)};
 }
 
 } // namespace chaos

@@ -2,7 +2,8 @@
  *
  * checks.hpp
  *	  The properties the chaos checker proves over a recorded run
- *	  (checks.cpp), each one a test that passes or fails with examples.
+ *	  (checks.cpp, holdings.cpp), each one a test that passes or fails with
+ *	  examples.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -26,7 +27,8 @@ struct Run
 {
 	std::vector<Event>         events;      /* workers' and nemesis' */
 	std::vector<AuditRow>      audit;       /* applied writes */
-	std::vector<LeaseAuditRow> lease_audit; /* lease changes */
+	std::vector<LeaseAuditRow> lease_audit; /* lease, permit and leadership changes */
+	std::vector<HoldRow>       holds;       /* connection-bound locks, held */
 	/*
 	 * Asynchronous replication: a failover may lose commits the clients
 	 * saw (a write, a lease grant or renewal), which is not a pg_fence
@@ -47,18 +49,44 @@ struct CheckResult
 	size_t                   problem_count = 0;
 };
 
-/* Lease holdings per (name, token), in server time. */
+/* A holding of one (name, token): a lease-table row or a connection-bound lock. */
 struct Holding
 {
 	std::string name, worker;
+	std::string kind; /* lease, election, semaphore; session, shared, xact */
 	int64_t     token = 0, start = -1, end = -1;
+	int64_t     permits = -1;    /* a semaphore's: asked for by its client, else the audit's */
 	bool        audited = false; /* known to the final primary */
-	bool        client = false;  /* seen granted by a client */
+	bool        client = false;  /* seen granted (and, if connection-bound, released) by a client */
 };
 
+/*
+ * Rows of fence.leases per (name, token), in server time: from the
+ * server's granted_at to the release (the server's clock at the DELETE)
+ * or the latest expiry; with_client_view adds what clients saw (grants
+ * and renewals a failover may have lost).
+ */
 std::vector<Holding> LeaseHoldings(const Run &run, bool with_client_view);
 
+/*
+ * Connection-bound locks per (name, token): a span that lies inside the
+ * real holding, from the rows the holding backend wrote (chaos.holds) and
+ * from a client's grant (complete) to its release (invoke) when the
+ * release said the lock was still held.
+ */
+std::vector<Holding> LockHoldings(const Run &run);
+
 std::vector<CheckResult> CheckAll(const Run &run);
+
+/* The checks of holdings.cpp. */
+CheckResult CheckLeasesExclusive(const Run &run);
+CheckResult CheckLocksExclusive(const Run &run);
+CheckResult CheckSemaphores(const Run &run);
+CheckResult CheckElections(const Run &run);
+
+/* Shared by the checks: one problem found (the first few kept), a time. */
+void        Problem(CheckResult &r, const std::string &what);
+std::string Ms(int64_t us);
 
 } // namespace chaos
 

@@ -4,21 +4,28 @@
  *	  The chaos test's recorded history: one event per line, tab separated,
  *	  written by the workers (worker.cpp) and the nemesis (nemesis.sh), read
  *	  by the checker (checker.cpp), together with the server-side audit
- *	  dumped from the final primary (schema.sql's audit_dump and
- *	  lease_audit_dump views).
+ *	  dumped from the final primary (schema.sql's audit_dump,
+ *	  lease_audit_dump and holds_dump views).
  *
  * Every event line has the same eleven columns ("-" for none):
  *
  *   type kind name token worker invoke_us complete_us granted_us expires_us outcome op
  *
- *   grant    a lock or lease the worker saw granted: kind lease/session/xact,
- *            name, token; for a lease the server's granted_at and expires_at
- *            as the server reported them in the granting transaction
- *   renew    lease_renew of (name, token): outcome ok / lost / unknown;
- *            expires_us the server's new expiry when ok
- *   release  lease_release / unlock of (name, token); for xact, the commit
- *            or rollback that ended the transaction: outcome ok / lost /
- *            unknown
+ *   grant    a lock or lease the worker saw granted: kind lease / election /
+ *            semaphore (rows of fence.leases) or session / shared / xact
+ *            (connection-bound), name, token; for a row of fence.leases
+ *            the server's granted_at and expires_at as the server reported
+ *            them in the granting transaction; for a semaphore permit, op
+ *            is the permits the worker asked for
+ *   renew    lease_renew (or a leader's campaign) of (name, token):
+ *            outcome ok / lost / unknown; expires_us the server's new
+ *            expiry when ok
+ *   release  lease_release / resign / unlock of (name, token): outcome ok
+ *            (true) / lost (false) / unknown; for xact, the COMMIT that
+ *            ended the transaction: ok (committed), rollback (ended by an
+ *            error) or unknown.  invoke is taken before the request is
+ *            sent, so for a connection-bound lock released ok the worker
+ *            held it at least from the grant's complete to this invoke
  *   busy     an acquire that returned no lock (NULL, 55P03): kind, name
  *   write    a write attempt: kind = target (guarded, fu, ledger, advance),
  *            name = resource, token presented, op = its unique id, outcome
@@ -88,6 +95,21 @@ struct LeaseAuditRow
 	int64_t     token = 0;
 	std::string holder;
 	int64_t     granted = -1, expires = -1;
+	int64_t     slot = 0, permits = -1; /* permits -1: a lease or a leadership */
+	bool        elected = false;
+};
+
+/*
+ * A row written by a backend while it held a connection-bound lock, from
+ * chaos.holds_dump: event grant (in the granting statement) or beat.
+ */
+struct HoldRow
+{
+	int64_t     seq = 0, at = 0;
+	std::string event, name;
+	int64_t     token = 0;
+	std::string mode, scope, worker; /* exclusive / shared, session / xact */
+	int64_t     pid = 0, backend_start = 0;
 };
 
 inline const char *
@@ -210,7 +232,7 @@ ReadLeaseAudit(const std::string &path, std::vector<LeaseAuditRow> &out)
 	while (std::getline(in, line))
 	{
 		auto f = SplitTabs(line);
-		if (f.size() != 8)
+		if (f.size() != 11)
 			return false;
 		LeaseAuditRow r;
 		r.seq = ToInt(f[0]);
@@ -221,6 +243,37 @@ ReadLeaseAudit(const std::string &path, std::vector<LeaseAuditRow> &out)
 		r.holder = f[5];
 		r.granted = ToInt(f[6]);
 		r.expires = ToInt(f[7]);
+		r.slot = ToInt(f[8]);
+		r.permits = ToInt(f[9]);
+		r.elected = f[10] == "1";
+		out.push_back(r);
+	}
+	return true;
+}
+
+inline bool
+ReadHolds(const std::string &path, std::vector<HoldRow> &out)
+{
+	std::ifstream in(path);
+	if (!in)
+		return false;
+	std::string line;
+	while (std::getline(in, line))
+	{
+		auto f = SplitTabs(line);
+		if (f.size() != 10)
+			return false;
+		HoldRow r;
+		r.seq = ToInt(f[0]);
+		r.at = ToInt(f[1]);
+		r.event = f[2];
+		r.name = f[3];
+		r.token = ToInt(f[4]);
+		r.mode = f[5];
+		r.scope = f[6];
+		r.worker = f[7];
+		r.pid = ToInt(f[8]);
+		r.backend_start = ToInt(f[9]);
 		out.push_back(r);
 	}
 	return true;

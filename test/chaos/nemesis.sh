@@ -5,10 +5,10 @@
 # (in $CHAOS_TMP), one primary and one streaming standby made with
 # pg_basebackup; they swap roles at every failover.  Faults, each recorded
 # as one event line in $CHAOS_OUT/nemesis.tsv (test/chaos/history.hpp):
-#   nemesis_pause      SIGSTOP a worker holding a lease (else any) for 2.5
-#                      TTLs, then SIGCONT: its
-#                      leases expire while it sleeps, and on waking it writes
-#                      with its old token
+#   nemesis_pause      SIGSTOP a worker holding a lease, leadership or
+#                      permit (else any) for 2.5 TTLs, then SIGCONT: its
+#                      holding expires while it sleeps, and on waking it
+#                      writes with its old token
 #   nemesis_kill       pg_terminate_backend of a random worker backend: its
 #                      session locks and open transaction end
 #   nemesis_restart    pg_ctl stop -m immediate of the primary, then start
@@ -133,12 +133,17 @@ wait_streaming() {
 
 random_worker() { echo $((RANDOM % ${#WORKER_PIDS[@]})); }
 
-# A worker holding a lease now, if any (its holder name is wN), else any.
+# A worker holding a lease, a leadership or a semaphore permit now, if any
+# (its holder name is wN), else any.  Three times in four a lease or
+# leadership holder comes first (their writes go stale), else any holder
+# (a permit that expires is taken over).
 pause_target() {
-	local w
+	local w first=true
+	[ $((RANDOM % 4)) -eq 0 ] && first=false
 	# the pauser runs in a subshell: it finds the primary by itself
 	w=$(rwq -c "SELECT substr(holder, 2) FROM fence.leases
-		WHERE expires_at > clock_timestamp() ORDER BY random() LIMIT 1" 2>/dev/null || true)
+		WHERE expires_at > clock_timestamp()
+		ORDER BY $first AND permits IS NOT NULL, random() LIMIT 1" 2>/dev/null || true)
 	if [[ $w =~ ^[0-9]+$ ]] && [ "$w" -lt "${#WORKER_PIDS[@]}" ]; then echo "$w"; else random_worker; fi
 }
 

@@ -45,6 +45,7 @@ struct Reply
 	std::string message;
 	std::string value;  /* first column of the first row ("" for NULL) */
 	std::string value2; /* its second column, if any */
+	std::string value3; /* its third column, if any */
 	bool        null = true;
 	std::string status; /* command status ("COMMIT", "UPDATE 1"...) */
 };
@@ -111,6 +112,8 @@ public:
 				r.value = r.null ? "" : PQgetvalue(res, 0, 0);
 				if (PQnfields(res) > 1)
 					r.value2 = PQgetvalue(res, 0, 1);
+				if (PQnfields(res) > 2)
+					r.value3 = PQgetvalue(res, 0, 2);
 			}
 		}
 		else

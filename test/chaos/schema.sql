@@ -6,10 +6,13 @@
 -- trigger (or by the worker) in the same transaction while the written row
 -- (or fence.resources' row, or the insert mark) is still locked, so the
 -- audit's order per resource is the order the writes were applied in.  Every
--- change of fence.leases leaves one row in chaos.lease_audit, stamped with
--- the server's clock.  Both are read back from the final primary at the end:
--- they are the truth about writes and lease grants whose outcome a worker did
--- not learn (connection lost at commit, backend terminated, failover).
+-- change of fence.leases (leases, semaphore permits, leaderships) leaves one
+-- row in chaos.lease_audit, stamped with the server's clock.  A backend
+-- holding a session, transaction or shared lock writes chaos.holds rows
+-- while it holds it (chaos.hold, chaos.beat).  All three are read back from
+-- the final primary at the end: they are the truth about writes and grants
+-- whose outcome a worker did not learn (connection lost at commit, backend
+-- terminated, failover).
 --
 -- Copyright (c) 2026, The pg_fence Developers
 
@@ -58,7 +61,8 @@ BEGIN
 END $$;
 CREATE TRIGGER audit AFTER INSERT ON chaos.ledger FOR EACH ROW EXECUTE FUNCTION chaos.audit_insert();
 
--- Every grant, takeover, renewal and release of a lease, on the server's clock.
+-- Every grant, takeover, renewal and release of a lease, a semaphore permit
+-- or a leadership, on the server's clock.
 CREATE TABLE chaos.lease_audit (
 	seq        bigserial PRIMARY KEY,
 	at         timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
@@ -67,25 +71,80 @@ CREATE TABLE chaos.lease_audit (
 	token      bigint NOT NULL,
 	holder     text,
 	granted_at timestamptz,
-	expires_at timestamptz
+	expires_at timestamptz,
+	slot       integer NOT NULL,
+	permits    integer,              -- NULL: a lease or a leadership
+	elected    boolean NOT NULL      -- granted by fence.campaign
 );
 
 CREATE FUNCTION chaos.audit_lease() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF TG_OP = 'DELETE' THEN
-		INSERT INTO chaos.lease_audit (event, name, token, holder)
-		VALUES ('release', OLD.name, OLD.token, OLD.holder);
-	ELSIF TG_OP = 'INSERT' OR OLD.token <> NEW.token THEN
-		INSERT INTO chaos.lease_audit (event, name, token, holder, granted_at, expires_at)
-		VALUES ('grant', NEW.name, NEW.token, NEW.holder, NEW.granted_at, NEW.expires_at);
+		INSERT INTO chaos.lease_audit (event, name, token, holder, slot, permits, elected)
+		VALUES ('release', OLD.name, OLD.token, OLD.holder, OLD.slot, OLD.permits, OLD.elected);
 	ELSE
-		INSERT INTO chaos.lease_audit (event, name, token, holder, granted_at, expires_at)
-		VALUES ('renew', NEW.name, NEW.token, NEW.holder, NEW.granted_at, NEW.expires_at);
+		INSERT INTO chaos.lease_audit (event, name, token, holder, granted_at, expires_at, slot,
+		                               permits, elected)
+		VALUES (CASE WHEN TG_OP = 'INSERT' OR OLD.token <> NEW.token THEN 'grant' ELSE 'renew' END,
+		        NEW.name, NEW.token, NEW.holder, NEW.granted_at, NEW.expires_at, NEW.slot,
+		        NEW.permits, NEW.elected);
 	END IF;
 	RETURN NULL;
 END $$;
 CREATE TRIGGER chaos_audit AFTER INSERT OR UPDATE OR DELETE ON fence.leases
 	FOR EACH ROW EXECUTE FUNCTION chaos.audit_lease();
+
+-- Holdings of connection-bound locks (fence.lock, fence.xact_lock,
+-- fence.lock_shared), each row written by the backend that holds the lock,
+-- while it holds it, on the server's clock: the grant row in the granting
+-- statement (chaos.hold), beats later (chaos.beat).  A row that committed
+-- proves the lock was held at its time `at`, whatever became of the
+-- session afterwards (terminated, crashed): so [first row, last row] of a
+-- (name, token) lies inside its real holding, and two such spans of one
+-- name, one of them exclusive, must never overlap.
+CREATE TABLE chaos.holds (
+	seq           bigserial PRIMARY KEY,
+	at            timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	event         text NOT NULL,     -- grant, beat
+	name          text NOT NULL,
+	token         bigint NOT NULL,
+	mode          text NOT NULL,     -- exclusive, shared
+	scope         text NOT NULL,     -- session, xact
+	worker        text NOT NULL,
+	pid           integer NOT NULL DEFAULT pg_catalog.pg_backend_pid(),
+	backend_start timestamptz NOT NULL
+);
+
+-- The backend's identity: its pid and when it started.
+CREATE FUNCTION chaos.backend_start() RETURNS timestamptz LANGUAGE sql AS $$
+	SELECT backend_start FROM pg_catalog.pg_stat_activity WHERE pid = pg_catalog.pg_backend_pid()
+$$;
+
+-- chaos.hold(name, fence.lock(name, ...), mode, scope, worker): the lock
+-- function is the argument, so the row is written after the grant, in the
+-- same statement (and transaction); returns the token (NULL: nothing held,
+-- nothing written).
+CREATE FUNCTION chaos.hold(lock_name text, token bigint, mode text, scope text, worker text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+	IF token IS NOT NULL THEN
+		INSERT INTO chaos.holds (event, name, token, mode, scope, worker, backend_start)
+		VALUES ('grant', lock_name, token, mode, scope, worker, chaos.backend_start());
+	END IF;
+	RETURN token;
+END $$;
+
+-- A beat of a holding this backend was granted (chaos.hold): true; false,
+-- and nothing written, from any other backend.
+CREATE FUNCTION chaos.beat(lock_name text, lock_token bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO chaos.holds (event, name, token, mode, scope, worker, backend_start)
+	SELECT 'beat', h.name, h.token, h.mode, h.scope, h.worker, h.backend_start
+	  FROM chaos.holds h
+	 WHERE h.name = lock_name AND h.token = lock_token AND h.event = 'grant'
+	   AND h.pid = pg_catalog.pg_backend_pid() AND h.backend_start = chaos.backend_start();
+	RETURN FOUND;
+END $$;
 
 -- The dumps the checker reads (tab separated, times in microseconds since 1970).
 CREATE VIEW chaos.audit_dump AS
@@ -96,5 +155,10 @@ CREATE VIEW chaos.lease_audit_dump AS
 SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, event, name, token,
        coalesce(holder, '-') AS holder,
        coalesce((extract(epoch FROM granted_at) * 1000000)::bigint, -1) AS granted_us,
-       coalesce((extract(epoch FROM expires_at) * 1000000)::bigint, -1) AS expires_us
+       coalesce((extract(epoch FROM expires_at) * 1000000)::bigint, -1) AS expires_us,
+       slot, coalesce(permits, -1) AS permits, elected::int AS elected
   FROM chaos.lease_audit ORDER BY name, at, seq;
+CREATE VIEW chaos.holds_dump AS
+SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, event, name, token, mode, scope,
+       worker, pid, (extract(epoch FROM backend_start) * 1000000)::bigint AS backend_start_us
+  FROM chaos.holds ORDER BY name, at, seq;

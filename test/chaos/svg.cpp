@@ -2,7 +2,8 @@
  *
  * svg.cpp
  *	  Draws a chaos run (svg.hpp) as an SVG file: one lane per worker with
- *	  its holdings as bars labelled with their tokens (lease blue, session
+ *	  its holdings as bars labelled with their tokens (lease blue,
+ *	  leadership teal, semaphore permit purple, session green, shared light
  *	  green, xact yellow), pauses shaded grey, writes as ticks above the
  *	  bars (rejected stale writes as red crosses), terminated backends as
  *	  black triangles, restarts and failovers as vertical lines across all
@@ -51,8 +52,14 @@ KindColor(const std::string &kind)
 {
 	if (kind == "lease")
 		return "#4e79a7";
+	if (kind == "election")
+		return "#17becf";
+	if (kind == "semaphore")
+		return "#b07aa1";
 	if (kind == "session")
 		return "#59a14f";
+	if (kind == "shared")
+		return "#a8d89a";
 	return "#e5b80b";
 }
 
@@ -86,7 +93,7 @@ WriteSvg(const std::string &path, const Timeline &t)
 	double pps = std::max(10.0, std::min(60.0, 2400.0 / std::max(secs, 1.0)));
 	double width = kLeft + secs * pps + kRight;
 	double lanes_h = kLane * static_cast<double>(t.workers.size());
-	double height = kTop + lanes_h + 70;
+	double height = kTop + lanes_h + 86; /* the legend may take two rows */
 	auto   X = [&](int64_t us) { return kLeft + (us - t0) / 1e6 * pps; };
 	std::map<std::string, size_t> lane;
 	for (size_t i = 0; i < t.workers.size(); i++)
@@ -177,12 +184,17 @@ WriteSvg(const std::string &path, const Timeline &t)
 	double ly = axis_y + 40;
 	double lx = kLeft;
 	auto   key = [&](const std::string &shape, const std::string &text) {
+        if (lx + 30 + 6.0 * static_cast<double>(text.size()) > width - kRight && lx > kLeft)
+            lx = kLeft, ly += 16; /* a second row */
         s << "<g transform=\"translate(" << lx << ',' << ly << ")\">" << shape
           << "<text x=\"18\" y=\"4\">" << Escape(text) << "</text></g>\n";
         lx += 30 + 6.0 * static_cast<double>(text.size());
 	};
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#4e79a7\"/>", "lease (token)");
+	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#17becf\"/>", "leadership");
+	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#b07aa1\"/>", "semaphore permit");
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#59a14f\"/>", "session lock");
+	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#a8d89a\"/>", "shared lock");
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#e5b80b\"/>", "xact lock");
 	key("<line x1=\"7\" y1=\"-6\" x2=\"7\" y2=\"4\" stroke=\"#2ca02c\"/>", "write applied");
 	key("<path d=\"M3 -5 l8 8 m-8 0 l8 -8\" stroke=\"#d62728\" stroke-width=\"2\"/>",

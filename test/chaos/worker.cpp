@@ -8,33 +8,39 @@
  *
  *	  chaos_worker --id N --conninfo STR --seconds S --out FILE
  *	               [--resources R] [--ttl-ms MS] [--seed X]
- *	  chaos_worker --burst N --conninfo STR --out FILE   (see Burst)
+ *	  chaos_worker --burst N --conninfo STR --out FILE   (burst.hpp)
  *
- * A round: pick a kind and a name: chaos/lK for a lease, chaos/sK for a
- * session or xact lock (leases have their own namespace, so they guard
- * resources of their own: lK, sK), then
- *   lease    lease_acquire (waiting up to the TTL in the server), read the
- *            lease's granted_at / expires_at in the granting transaction,
- *            then 1-6 times: sleep, write, and after every second write
- *            lease_renew (stop if refused), then lease_release;
- *   session  fence.lock (1 s), the same writes, fence.unlock;
- *   xact     BEGIN; fence.xact_lock; one write; COMMIT.
+ * A round: pick a kind and a name (chaos/lK lease, chaos/e0 leadership,
+ * chaos/m0 semaphore with 2 permits, chaos/sK session or xact lock, chaos/s0
+ * shared lock; leases have their own namespace, so they guard resources of
+ * their own: lK, e0, sK), then
+ *   lease      lease_acquire (waiting up to the TTL in the server), read
+ *              the lease's granted_at / expires_at in the granting
+ *              transaction, then 1-6 times: sleep, write, and after every
+ *              second write lease_renew (stop if refused); lease_release;
+ *   election   the same with campaign, renewing half the time by
+ *              campaigning again (the same term back, or a new term when
+ *              the old one expired: recorded and resigned), and resign;
+ *   semaphore  the same with semaphore_acquire, writing the resource of
+ *              its slot (m0-0, m0-1);
+ *   session    chaos.hold(fence.lock (1 s)), the same writes, each followed
+ *              by chaos.beat on the lock's connection, fence.unlock;
+ *   shared     the same with fence.lock_shared (sharers' tokens are
+ *              ordered too: an older sharer's write after a newer one's is
+ *              stale);
+ *   xact       BEGIN; chaos.hold(fence.xact_lock); one write; chaos.beat;
+ *              COMMIT.
+ * chaos.hold and chaos.beat (schema.sql) record the holding of a
+ * connection-bound lock server-side, written by the backend that holds it.
  * Locks and leases are taken on one connection and written with on
  * another, as real applications do: a session lock lost with its
  * connection (pg_terminate_backend) or a lease that expired while the
  * worker was stopped (SIGSTOP) leaves the worker a zombie that still
  * writes with its old token, and those writes must be rejected.  The
  * worker deliberately writes before it renews, so a resumed zombie's first
- * acts are stale writes.
- *
- * A write presents the token one of four ways, chosen at random:
- *   guarded  BEGIN; SET LOCAL fence.token; UPDATE chaos.guarded ...; COMMIT
- *   fu       fence.fenced_update(chaos.fu, ..., allow_equal => true)
- *   ledger   BEGIN; SET LOCAL fence.token; INSERT INTO chaos.ledger ...
- *            (guarded with resource_columns); COMMIT
- *   advance  BEGIN; fence.advance('chaos/<resource>', token); the audit row; COMMIT
- * Each carries a unique op id, which the server-side audit (schema.sql)
- * records when the write commits.
+ * acts are stale writes.  A write presents the token one of four ways
+ * (writes.hpp), each with a unique op id that the server-side audit
+ * (schema.sql) records when the write commits.
  *
  * Bounded: every loop ends at the deadline (--seconds) or at SIGTERM,
  * whichever comes first, after the call in flight; the orchestrator
@@ -48,12 +54,15 @@
  *-------------------------------------------------------------------------
  */
 #include "history.hpp"
+#include "burst.hpp"
 #include "pq.hpp"
+#include "writes.hpp"
 
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 
@@ -81,52 +90,16 @@ struct Options
 	int         burst = 0;
 };
 
-/*
- * --burst N: one transaction that takes N xact locks (chaos/burst/1..N) in
- * one statement and records every token it saw as a grant of worker
- * "burst".  The nemesis runs it while an asynchronous standby lags before
- * a failover: N above the token allocator's chunk (4096) makes the primary
- * log a new ceiling the standby never receives, so a promoted server that
- * only continued the token sequence would hand these tokens out again.
- */
-int
-Burst(const Options &o, FILE *out)
-{
-	PGconn *c = PQconnectdb(o.conninfo.c_str());
-	if (PQstatus(c) != CONNECTION_OK)
-	{
-		PQfinish(c);
-		return 1;
-	}
-	Event e;
-	e.type = "grant";
-	e.kind = "xact";
-	e.worker = "burst";
-	e.invoke = NowMicros();
-	PQclear(PQexec(c, "BEGIN"));
-	std::string sql = "SELECT i, fence.try_xact_lock('chaos/burst/' || i) FROM "
-					  "pg_catalog.generate_series(1, " +
-					  std::to_string(o.burst) + ") AS i";
-	PGresult *res = PQexec(c, sql.c_str());
-	e.complete = NowMicros();
-	int rc = 1;
-	if (PQresultStatus(res) == PGRES_TUPLES_OK)
-	{
-		for (int i = 0; i < PQntuples(res); i++)
-		{
-			e.name = std::string("chaos/burst/") + PQgetvalue(res, i, 0);
-			e.token = std::stoll(PQgetvalue(res, i, 1));
-			WriteEvent(out, e);
-		}
-		rc = 0;
-	}
-	PQclear(res);
-	PQclear(PQexec(c, "COMMIT"));
-	PQfinish(c);
-	return rc;
-}
+/* The one semaphore's name and its permits. */
+const char *const kSemaphore = "m0";
+constexpr int     kPermits = 2;
 
-const char *const kTargets[] = {"guarded", "fu", "ledger", "advance"};
+/* Kinds held as rows of fence.leases (the rest are connection-bound). */
+bool
+IsLeaseKind(const std::string &kind)
+{
+	return kind == "lease" || kind == "semaphore" || kind == "election";
+}
 
 class Worker
 {
@@ -150,11 +123,17 @@ public:
 				continue;
 			}
 			std::string k = std::to_string(Pick(o_.resources));
-			int         kind = Pick(10);
-			if (kind < 5)
-				LeaseRound("l" + k);
-			else if (kind < 8)
-				SessionRound("s" + k);
+			int         kind = Pick(20);
+			if (kind < 6)
+				LeaseRound("lease", "l" + k);
+			else if (kind < 10) /* one name: candidates compete, a deposed leader writes */
+				LeaseRound("election", "e0");
+			else if (kind < 13) /* held long: so that a third wants a permit */
+				LeaseRound("semaphore", kSemaphore);
+			else if (kind < 16)
+				SessionRound("session", "s" + k);
+			else if (kind < 18) /* one name, so that sharers meet */
+				SessionRound("shared", "s0");
 			else
 				XactRound("s" + k);
 			Sleep(10 + Pick(40));
@@ -184,7 +163,7 @@ private:
 	}
 
 	Event
-	Base(const char *type, const char *kind, const std::string &name, int64_t token)
+	Base(const char *type, const std::string &kind, const std::string &name, int64_t token)
 	{
 		Event e;
 		e.type = type;
@@ -193,6 +172,16 @@ private:
 		e.token = token;
 		e.worker = name_;
 		return e;
+	}
+
+	/* An acquire (the grant event e, not completed) that got no lock. */
+	void
+	Busy(const Event &e)
+	{
+		Event b = Base("busy", e.kind, e.name, -1);
+		b.invoke = e.invoke;
+		b.complete = NowMicros();
+		WriteEvent(out_, b);
 	}
 
 	std::string
@@ -207,63 +196,22 @@ private:
 		return "chaos/" + res;
 	}
 
-	/*
-	 * The statements of one write, inside an open transaction.  Returns
-	 * "applied" (not yet committed), "stale", "notoken" or "error"; a lost
-	 * connection is "error" here: without COMMIT nothing was applied.
-	 */
 	std::string
-	Body(Conn &c, const std::string &target, const std::string &res, int64_t token,
-		 const std::string &op)
+	Ttl() const
 	{
-		std::string t = std::to_string(token);
-		Reply       r;
-		if (target == "guarded" || target == "ledger")
-		{
-			r = c.Exec("SET LOCAL fence.token = " + t);
-			if (r.ok)
-				r = c.Exec(target == "guarded" ? "UPDATE chaos.guarded SET val = val + 1, op = '" +
-													 op + "' WHERE id = '" + res + "'"
-											   : "INSERT INTO chaos.ledger (stream, op) VALUES ('" +
-													 res + "', '" + op + "')");
-			if (r.ok)
-				return r.status == "UPDATE 1" || r.status == "INSERT 0 1" ? "applied" : "error";
-		}
-		else if (target == "fu")
-		{
-			r = c.Exec("SELECT fence.fenced_update('chaos.fu', '{\"id\": \"" + res + "\"}', " + t +
-					   ", '{\"val\": " + std::to_string(ops_) + ", \"op\": \"" + op +
-					   "\"}', allow_equal => true)");
-			if (r.ok)
-				return r.value == "t" ? "applied" : "stale";
-		}
-		else
-		{
-			r = c.Exec("SELECT fence.advance('" + LockName(res) + "', " + t + ")");
-			if (r.ok && r.value != "t")
-				return "stale";
-			if (r.ok)
-				r = c.Exec("INSERT INTO chaos.audit (target, resource, token, op) VALUES "
-						   "('advance', '" +
-						   res + "', " + t + ", '" + op + "')");
-			if (r.ok)
-				return "applied";
-		}
-		if (r.sqlstate == "FN001")
-			return "stale";
-		if (r.sqlstate == "FN003")
-			return "notoken";
-		return "error";
+		return "interval '" + std::to_string(o_.ttl_ms) + " ms'";
 	}
 
-	/* COMMIT of a transaction whose writes applied: applied or unknown. */
-	static std::string
-	Commit(Conn &c)
+	/*
+	 * A beat of a connection-bound lock (schema.sql, chaos.beat): a row
+	 * stamped with the server's clock, written by the holding backend while
+	 * it holds the lock.  Not in the client's history; true if written.
+	 */
+	bool
+	Beat(Conn &c, const std::string &name, int64_t token)
 	{
-		Reply r = c.Exec("COMMIT");
-		if (r.ok)
-			return r.status == "COMMIT" ? "applied" : "error";
-		return r.lost ? "unknown" : "error";
+		Reply r = c.Exec("SELECT chaos.beat('" + name + "', " + std::to_string(token) + ")");
+		return r.ok && r.value == "t";
 	}
 
 	/* One write in its own transaction on the data connection. */
@@ -271,7 +219,7 @@ private:
 	Write(const std::string &res, int64_t token)
 	{
 		std::string target = kTargets[Pick(4)];
-		Event       e = Base("write", target.c_str(), res, token);
+		Event       e = Base("write", target, res, token);
 		e.op = NextOp();
 		e.invoke = NowMicros();
 		if (!data_.Ensure())
@@ -286,7 +234,7 @@ private:
 			 * application's pool would, and go on with the same token. */
 			if (b.lost && data_.Ensure())
 				b = data_.Exec("BEGIN");
-			e.outcome = b.ok ? Body(data_, target, res, token, e.op) : "error";
+			e.outcome = b.ok ? WriteBody(data_, target, res, token, e.op, ops_) : "error";
 			if (e.outcome == "applied")
 				e.outcome = Commit(data_);
 			else
@@ -297,89 +245,150 @@ private:
 	}
 
 	/*
-	 * 1-6 writes, 30-180 ms apart; a lease is renewed after every second
-	 * one (its TTL covers two such gaps several times over), so a worker
-	 * stopped past its TTL wakes up and makes one or two stale writes
-	 * before its renewal tells it the lease is gone.
+	 * The holding of lock name: 1-6 steps, 30-180 ms apart (2-10 for a
+	 * shared lock, 3-12 for a semaphore permit, so that they meet).  A step
+	 * writes resource res with the token, renews a lease-table holding
+	 * after every second step (its TTL covers two such gaps several times
+	 * over), and beats a session or shared lock on the connection that
+	 * holds it.  So a worker stopped past its TTL wakes up and makes one or
+	 * two stale writes before its renewal tells it the holding is gone.
 	 */
 	void
-	Writes(const std::string &res, int64_t token, bool lease)
+	Hold(const std::string &kind, const std::string &name, const std::string &res, int64_t token)
 	{
-		int n = 1 + Pick(6);
+		int n = kind == "shared" ? 2 + Pick(9) : kind == "semaphore" ? 3 + Pick(10) : 1 + Pick(6);
 		for (int i = 0; i < n && Running(); i++)
 		{
 			Sleep(30 + Pick(150));
 			Write(res, token);
-			if (lease && i % 2 == 1 && !Renew(res, token))
+			if (IsLeaseKind(kind) && i % 2 == 1 && !Renew(kind, name, token))
 				return;
+			if (!IsLeaseKind(kind))
+				Beat(lock_, name, token);
 		}
 	}
 
-	/* Returns true while the lease is still ours. */
+	/* The server's granted_at and expires_at of (name, token), in µs, and its slot. */
 	bool
-	Renew(const std::string &res, int64_t token)
+	ReadTimes(const std::string &name, int64_t token, int64_t &granted, int64_t &expires,
+			  std::string *slot = nullptr)
 	{
-		Event e = Base("renew", "lease", LockName(res), token);
+		Reply r = lock_.Exec("SELECT (extract(epoch FROM granted_at) * 1000000)::bigint, "
+							 "(extract(epoch FROM expires_at) * 1000000)::bigint, slot "
+							 "FROM fence.leases WHERE name = '" +
+							 name + "' AND token = " + std::to_string(token));
+		if (!r.ok || r.null)
+			return false;
+		granted = std::stoll(r.value);
+		expires = std::stoll(r.value2);
+		if (slot)
+			*slot = r.value3;
+		return true;
+	}
+
+	/*
+	 * Renews a lease, a permit or a leadership; returns true while it is
+	 * still ours.  Half the time a leader renews by campaigning again,
+	 * which must return its own term (README, fence.campaign); a new term
+	 * instead (its leadership had expired and nobody took over) is recorded
+	 * as a grant and resigned at once.
+	 */
+	bool
+	Renew(const std::string &kind, const std::string &name, int64_t token)
+	{
+		Event   e = Base("renew", kind, name, token);
+		bool    again = kind == "election" && Pick(2) == 0;
+		int64_t got = -1, granted = -1, expires = -1;
 		e.invoke = NowMicros();
 		Reply r = lock_.Exec("BEGIN");
 		if (r.ok)
-			r = lock_.Exec("SELECT fence.lease_renew('" + e.name + "', " + std::to_string(token) +
-						   ", interval '" + std::to_string(o_.ttl_ms) + " ms')");
-		bool renewed = r.ok && r.value == "t";
-		if (renewed)
-			r = lock_.Exec("SELECT (extract(epoch FROM expires_at) * 1000000)::bigint "
-						   "FROM fence.leases WHERE name = '" +
-						   e.name + "' AND token = " + std::to_string(token));
-		if (renewed && r.ok)
-			e.expires = std::stoll(r.value);
-		if (renewed && r.ok)
+			r = lock_.Exec(again ? "SELECT fence.campaign('" + e.name + "', '" + name_ + "', " +
+									   Ttl() + ")"
+								 : "SELECT fence.lease_renew('" + e.name + "', " +
+									   std::to_string(token) + ", " + Ttl() + ")");
+		if (r.ok && again && !r.null)
+			got = std::stoll(r.value);
+		bool renewed = r.ok && (again ? got == token : r.value == "t");
+		bool other = again && got > 0 && got != token;
+		if ((renewed || other) && !ReadTimes(e.name, got > 0 ? got : token, granted, expires))
+			renewed = other = false;
+		if (renewed || other)
 		{
 			Reply c = lock_.Exec("COMMIT");
-			e.outcome = c.ok ? "ok" : (c.lost ? "unknown" : "lost");
+			e.outcome = !c.ok ? (c.lost ? "unknown" : "lost") : renewed ? "ok" : "lost";
+			if (renewed)
+				e.expires = expires;
+			other = other && c.ok;
 		}
 		else
 		{
-			e.outcome = r.lost ? "unknown" : "lost";
+			e.outcome = r.lost || !lock_.Pid() ? "unknown" : "lost";
 			lock_.Rollback();
 		}
 		e.complete = NowMicros();
 		WriteEvent(out_, e);
+		if (other)
+		{
+			terms_[e.name] = got;
+			Event g = Base("grant", kind, e.name, got);
+			g.invoke = e.invoke;
+			g.complete = e.complete;
+			g.granted = granted;
+			g.expires = expires;
+			WriteEvent(out_, g);
+			Release(kind, e.name, got);
+		}
 		return e.outcome == "ok";
 	}
 
 	void
-	LeaseRound(const std::string &res)
+	Release(const std::string &kind, const std::string &name, int64_t token)
 	{
-		Event e = Base("grant", "lease", LockName(res), -1);
+		Event rel = Base("release", kind, name, token);
+		rel.invoke = NowMicros();
+		Reply r = lock_.Exec(std::string("SELECT fence.") +
+							 (kind == "election" ? "resign('" : "lease_release('") + name + "', " +
+							 std::to_string(token) + ")");
+		rel.outcome = r.ok ? (r.value == "t" ? "ok" : "lost") : "unknown";
+		rel.complete = NowMicros();
+		WriteEvent(out_, rel);
+	}
+
+	/* The statement that takes a lease, a permit or a leadership, waiting up to the TTL. */
+	std::string
+	AcquireSql(const std::string &kind, const std::string &name)
+	{
+		std::string who = "'" + name_ + "'";
+		if (kind == "semaphore")
+			return "SELECT fence.semaphore_acquire('" + name + "', " + std::to_string(kPermits) +
+				   ", " + Ttl() + ", " + who + ", " + Ttl() + ")";
+		if (kind == "election")
+			return "SELECT fence.campaign('" + name + "', " + who + ", " + Ttl() + ", " + Ttl() +
+				   ")";
+		return "SELECT fence.lease_acquire('" + name + "', " + Ttl() + ", " + who + ", " + Ttl() +
+			   ")";
+	}
+
+	/* A lease, a semaphore permit or a leadership (kind), held for a while. */
+	void
+	LeaseRound(const std::string &kind, const std::string &res)
+	{
+		Event e = Base("grant", kind, LockName(res), -1);
 		e.invoke = NowMicros();
 		Reply r = lock_.Exec("BEGIN");
 		if (r.ok)
-			r = lock_.Exec("SELECT fence.lease_acquire('" + e.name + "', interval '" +
-						   std::to_string(o_.ttl_ms) + " ms', '" + name_ + "', interval '" +
-						   std::to_string(o_.ttl_ms) + " ms')");
+			r = lock_.Exec(AcquireSql(kind, e.name));
 		if (!r.ok || r.null)
 		{
 			lock_.Rollback();
 			if (r.ok)
-			{
-				Event b = Base("busy", "lease", e.name, -1);
-				b.invoke = e.invoke;
-				b.complete = NowMicros();
-				WriteEvent(out_, b);
-			}
+				Busy(e);
 			return;
 		}
-		int64_t token = std::stoll(r.value);
-		r = lock_.Exec("SELECT (extract(epoch FROM granted_at) * 1000000)::bigint, "
-					   "(extract(epoch FROM expires_at) * 1000000)::bigint "
-					   "FROM fence.leases WHERE name = '" +
-					   e.name + "' AND token = " + std::to_string(token));
-		if (r.ok)
-		{
-			e.granted = std::stoll(r.value);
-			e.expires = std::stoll(r.value2);
+		int64_t     token = std::stoll(r.value);
+		std::string slot;
+		if (ReadTimes(e.name, token, e.granted, e.expires, &slot))
 			r = lock_.Exec("COMMIT");
-		}
 		/* Not seen: the grant's commit (or the read before it) failed. */
 		if (!r.ok || r.status != "COMMIT")
 		{
@@ -388,50 +397,72 @@ private:
 		}
 		e.token = token;
 		e.complete = NowMicros();
+		if (kind == "semaphore")
+			e.op = std::to_string(kPermits); /* the permits asked for */
+		/* Our term still (its resignation was lost with a connection): the
+		 * campaign extended it, as a renewal does. */
+		if (kind == "election" && terms_[e.name] == token)
+		{
+			e.type = "renew";
+			e.outcome = "ok";
+			e.granted = -1;
+		}
+		terms_[e.name] = token;
 		WriteEvent(out_, e);
 
-		Writes(res, token, true);
-
-		Event rel = Base("release", "lease", e.name, token);
-		rel.invoke = NowMicros();
-		r = lock_.Exec("SELECT fence.lease_release('" + e.name + "', " + std::to_string(token) +
-					   ")");
-		rel.outcome = r.ok ? (r.value == "t" ? "ok" : "lost") : "unknown";
-		rel.complete = NowMicros();
-		WriteEvent(out_, rel);
+		/* A permit's holder writes the resource of its slot (m0-0, m0-1):
+		 * permits' tokens are valid side by side, so fence per holder. */
+		Hold(kind, e.name, kind == "semaphore" ? res + "-" + slot : res, token);
+		Release(kind, e.name, token);
 	}
 
+	/*
+	 * A session lock (kind session: fence.lock) or a shared one (shared:
+	 * fence.lock_shared), granted in the statement that records it
+	 * server-side (chaos.hold), beaten while held, released with unlock.
+	 * The release is "ok" only when unlock returned true: then this one
+	 * backend held the lock from the grant to the unlock.
+	 */
 	void
-	SessionRound(const std::string &res)
+	SessionRound(const std::string &kind, const std::string &res)
 	{
-		Event e = Base("grant", "session", LockName(res), -1);
+		bool  shared = kind == "shared";
+		Event e = Base("grant", kind, LockName(res), -1);
 		e.invoke = NowMicros();
-		Reply r = lock_.Exec("SELECT fence.lock('" + e.name + "', interval '1 second')");
+		Reply r = lock_.Exec("SELECT chaos.hold('" + e.name + "', fence." +
+							 (shared ? "lock_shared" : "lock") + "('" + e.name +
+							 "', interval '1 second'), '" + (shared ? "shared" : "exclusive") +
+							 "', 'session', '" + name_ + "')");
 		if (!r.ok || r.null)
 		{
 			if (r.sqlstate == "55P03")
-			{
-				Event b = Base("busy", "session", e.name, -1);
-				b.invoke = e.invoke;
-				b.complete = NowMicros();
-				WriteEvent(out_, b);
-			}
+				Busy(e);
+			else if (!r.ok && !r.lost) /* a lock taken but not recorded: let it go */
+				lock_.Exec("SELECT fence.unlock_all()");
 			return;
 		}
 		e.token = std::stoll(r.value);
 		e.complete = NowMicros();
 		WriteEvent(out_, e);
 
-		Writes(res, e.token, false);
+		Hold(kind, e.name, res, e.token);
 
-		Event rel = Base("release", "session", e.name, e.token);
+		Event rel = Base("release", kind, e.name, e.token);
 		rel.invoke = NowMicros();
 		r = lock_.Exec("SELECT fence.unlock('" + e.name + "', " + std::to_string(e.token) + ")");
 		rel.outcome = r.ok ? (r.value == "t" ? "ok" : "lost") : "unknown";
 		rel.complete = NowMicros();
 		WriteEvent(out_, rel);
+		if (!r.ok && !r.lost) /* still held, maybe: not into the next round */
+			lock_.Exec("SELECT fence.unlock_all()");
 	}
 
+	/*
+	 * BEGIN; the xact lock, recorded server-side in the granting statement;
+	 * one write; a beat; COMMIT.  The release is "ok" when the COMMIT
+	 * committed (the lock was held until then), "rollback" when the
+	 * transaction ended in an error, "unknown" when the connection broke.
+	 */
 	void
 	XactRound(const std::string &res)
 	{
@@ -439,16 +470,12 @@ private:
 		e.invoke = NowMicros();
 		Reply r = data_.Exec("BEGIN");
 		if (r.ok)
-			r = data_.Exec("SELECT fence.xact_lock('" + e.name + "', interval '1 second')");
+			r = data_.Exec("SELECT chaos.hold('" + e.name + "', fence.xact_lock('" + e.name +
+						   "', interval '1 second'), 'exclusive', 'xact', '" + name_ + "')");
 		if (!r.ok || r.null)
 		{
 			if (r.sqlstate == "55P03")
-			{
-				Event b = Base("busy", "xact", e.name, -1);
-				b.invoke = e.invoke;
-				b.complete = NowMicros();
-				WriteEvent(out_, b);
-			}
+				Busy(e);
 			data_.Rollback();
 			return;
 		}
@@ -457,31 +484,39 @@ private:
 		WriteEvent(out_, e);
 
 		std::string target = kTargets[Pick(4)];
-		Event       w = Base("write", target.c_str(), res, e.token);
+		Event       w = Base("write", target, res, e.token);
 		w.op = NextOp();
 		w.invoke = NowMicros();
-		w.outcome = Body(data_, target, res, e.token, w.op);
-		if (w.outcome == "applied")
-			w.outcome = Commit(data_);
-		else
-			data_.Rollback();
-		w.complete = NowMicros();
-		WriteEvent(out_, w);
-
+		w.outcome = WriteBody(data_, target, res, e.token, w.op, ops_);
+		if (w.outcome == "applied" && !Beat(data_, e.name, e.token))
+			w.outcome = "error";
 		Event rel = Base("release", "xact", e.name, e.token);
-		rel.invoke = w.invoke;
-		rel.complete = w.complete;
-		rel.outcome = w.outcome == "unknown" ? "unknown" : "ok";
+		rel.invoke = NowMicros();
+		if (w.outcome == "applied")
+		{
+			w.outcome = Commit(data_);
+			rel.outcome = w.outcome == "applied"   ? "ok"
+						  : w.outcome == "unknown" ? "unknown"
+												   : "rollback";
+		}
+		else
+		{
+			rel.outcome = data_.Pid() ? "rollback" : "unknown";
+			data_.Rollback();
+		}
+		w.complete = rel.complete = NowMicros();
+		WriteEvent(out_, w);
 		WriteEvent(out_, rel);
 	}
 
-	Options      o_;
-	FILE        *out_;
-	Conn         lock_, data_;
-	std::mt19937 rng_;
-	std::string  name_;
-	int64_t      deadline_ = 0;
-	long         ops_ = 0;
+	Options                        o_;
+	FILE                          *out_;
+	Conn                           lock_, data_;
+	std::mt19937                   rng_;
+	std::string                    name_;
+	int64_t                        deadline_ = 0;
+	long                           ops_ = 0;
+	std::map<std::string, int64_t> terms_; /* per election name, our last term */
 };
 
 int
@@ -533,7 +568,7 @@ main(int argc, char **argv)
 	std::signal(SIGTERM, chaos::OnTerm);
 	int rc = 0;
 	if (o.burst > 0)
-		rc = chaos::Burst(o, out);
+		rc = chaos::Burst(o.conninfo, o.burst, out);
 	else
 		chaos::Worker(o, out).Run();
 	std::fclose(out);
