@@ -29,7 +29,7 @@ source test/shell/lib/check.sh
 
 skip_before_17() {
 	if [ "$(q -c 'SHOW server_version_num')" -lt 170000 ]; then
-		echo "skipped: PostgreSQL 15/16 have no named DSM segments: without the preload a waiter polls"
+		echo "PostgreSQL 15/16 have no named DSM segments: without the preload a waiter polls"
 		exit 77
 	fi
 }

@@ -21,7 +21,7 @@ source test/shell/lib/check.sh
 
 skip_before_17() {
 	if [ "$(q -c 'SHOW server_version_num')" -lt 170000 ]; then
-		echo "skipped: PostgreSQL 15/16 have no named DSM segments: no counters without the preload"
+		echo "PostgreSQL 15/16 have no named DSM segments: no counters without the preload"
 		exit 77
 	fi
 }
