@@ -454,7 +454,8 @@ TEST_CASE("notify: names and holders too long for the payload are cut and flagge
 	/* 1024 bytes that escape to six each (\u0001), after a unique prefix */
 	const std::string prefix = Unique("long") + "/";
 	const std::string name = prefix + std::string(1024 - prefix.size(), '\x01');
-	const std::string holder(20000, '"'); /* a lease's holder text has no length limit */
+	/* the longest holder (1024 bytes), escaping to two each: over the payload's 2000 */
+	const std::string holder(1024, '"');
 	Listener          l;
 	pqxx::connection  a("");
 	std::int64_t      token;
