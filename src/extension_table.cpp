@@ -102,6 +102,19 @@ FindExtensionTable(ExtensionTableId id)
 	return e.table;
 }
 
+ExtensionTable
+RequireExtensionTable(ExtensionTableId id)
+{
+	ExtensionTable t = FindExtensionTable(id);
+
+	if (!OidIsValid(t.relid))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("table fence.%s does not exist",
+							   kExtensionTableNames[static_cast<int>(id)]),
+						errhint("Update the extension: ALTER EXTENSION pg_fence UPDATE.")));
+	return t;
+}
+
 void
 ForgetExtensionTable(ExtensionTableId id)
 {

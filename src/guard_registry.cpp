@@ -210,12 +210,8 @@ GuardedTable(Oid tgoid, Oid fnoid)
 ExtensionTable
 Registry()
 {
-	ExtensionTable t = FindExtensionTable(ExtensionTableId::kInsertGuards);
+	ExtensionTable t = RequireExtensionTable(ExtensionTableId::kInsertGuards);
 
-	if (!OidIsValid(t.relid))
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("table fence.insert_guards does not exist"),
-						errhint("Update the extension: ALTER EXTENSION pg_fence UPDATE.")));
 	if (!OidIsValid(t.pkey))
 		elog(ERROR, "table fence.insert_guards has no primary key");
 	return t;

@@ -119,13 +119,7 @@ SPIPlanPtr g_read_plan = nullptr;
 ExtensionTable
 Marks()
 {
-	ExtensionTable t = FindExtensionTable(ExtensionTableId::kInsertMarks);
-
-	if (!OidIsValid(t.relid))
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("table fence.insert_marks does not exist"),
-						errhint("Update the extension: ALTER EXTENSION pg_fence UPDATE.")));
-	return t;
+	return RequireExtensionTable(ExtensionTableId::kInsertMarks);
 }
 
 /* Switches to the marks' owner (restricted); undone by EndAsMarksOwner or by abort. */

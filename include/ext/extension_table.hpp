@@ -54,6 +54,13 @@ struct ExtensionTable
  */
 ExtensionTable FindExtensionTable(ExtensionTableId id);
 
+/*
+ * FindExtensionTable for a table the caller cannot work without: raises
+ * 42P01 ("table fence.<name> does not exist", with a hint to update the
+ * extension) when it is not installed.
+ */
+ExtensionTable RequireExtensionTable(ExtensionTableId id);
+
 /* Changes whenever a cached table is invalidated. */
 uint64 ExtensionTableGeneration();
 
