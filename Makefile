@@ -33,7 +33,7 @@ EXTENSION  = pg_fence
 EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = pg_fence
-OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/*.cpp src/pg/*.cpp)))
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/server/*.cpp src/server/*/*.cpp)))
 
 # Install scripts.  Frozen scripts are tracked in sql/; the scripts of the
 # version under development are assembled from sql/<version>/*.sql fragments
@@ -41,11 +41,11 @@ OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/*.cpp src/pg/*.cpp)))
 # are made from the same text.
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 
-PG_CPPFLAGS = -Iinclude -Wno-register -DPG_FENCE_VERSION='"$(EXTVERSION)"'
+PG_CPPFLAGS = -Isrc/server -Wno-register -DPG_FENCE_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-cast-function-type $(if $(WERROR),-Werror)
-# Header dependencies of the server objects (src/*.d, read below): a changed
-# header such as include/ext/shmem.hpp rebuilds every object that includes
+# Header dependencies of the server objects (src/server/**/*.d, read below): a changed
+# header such as src/server/shmem.hpp rebuilds every object that includes
 # it, so no object keeps an old layout of a shared struct.
 PG_CXXFLAGS += -MMD -MP
 SHLIB_LINK += -lstdc++

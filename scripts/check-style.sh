@@ -6,11 +6,11 @@
 #      (PostgreSQL's layout, as far as clang-format can express pgindent's:
 #      tabs of width 4, braces on their own lines, the return type of a
 #      definition on its own line, no include sorting);
-#   2. server code (src/*.cpp, include/ext/*.hpp) names nothing from std::
-#      outside include/ext/boundary.hpp, the one place where C++ exceptions
+#   2. server code (src/server/) names nothing from std::
+#      outside src/server/pg/boundary.hpp, the one place where C++ exceptions
 #      meet PostgreSQL's errors: a std:: object alive in a frame that a
 #      PostgreSQL ERROR longjmps through would never be destroyed
-#      (include/ext/boundary.hpp, STYLE.md P7).
+#      (src/server/pg/boundary.hpp, STYLE.md P7).
 #
 # Usage: scripts/check-style.sh [--fix]
 #   --fix   reformat the files in place instead of failing on them
@@ -47,9 +47,9 @@ else
 fi
 
 # Server code: std:: only in the boundary header.
-if std_uses=$(grep -n 'std::' src/*.cpp src/pg/*.cpp include/ext/*.hpp 2>/dev/null |
-	grep -v '^include/ext/boundary\.hpp:'); then
-	echo "check-style: std:: in server code outside include/ext/boundary.hpp:"
+if std_uses=$(grep -rn 'std::' src/server |
+	grep -v '^src/server/pg/boundary\.hpp:'); then
+	echo "check-style: std:: in server code outside src/server/pg/boundary.hpp:"
 	printf '  %s\n' "$std_uses"
 	status=1
 fi

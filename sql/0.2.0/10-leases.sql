@@ -44,7 +44,7 @@ COMMENT ON TABLE fence.leases IS
 -- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an
 -- error, 22023).  SECURITY INVOKER: the functions need the caller's role for
 -- the owner check, and switch to the table's owner internally around fully
--- qualified statements (see src/leases.cpp).
+-- qualified statements (see src/server/leases/leases.cpp).
 --
 CREATE FUNCTION fence.lease_acquire(name text, ttl interval, holder text DEFAULT NULL,
                                    wait interval DEFAULT NULL)
@@ -71,7 +71,7 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION fence.lease_release(text, bigint) IS
 'Releases the lease (or semaphore permit) "name" and returns true, iff it is currently held under token, has not expired, and the caller is the role that acquired it or has the privileges of fence_admin; otherwise returns false and changes nothing. Raises 22023 for a NULL or invalid name or token, 25006 during recovery or in a read-only transaction.';
 
--- Maintenance, for operators and pg_cron (src/lease_purge.cpp): expired
+-- Maintenance, for operators and pg_cron (src/server/leases/lease_purge.cpp): expired
 -- rows stay until their name is acquired again.  Not for PUBLIC, like
 -- fence.stats_reset(): superusers may always call it; grant fence_admin to
 -- whoever else may.

@@ -1,6 +1,6 @@
 --
 -- Leader election: fence.campaign / fence.leader / fence.resign
--- (src/elections.cpp).  A leader is the holder of the lease "name": a
+-- (src/server/leases/elections.cpp).  A leader is the holder of the lease "name": a
 -- campaign is a lease_acquire that records the candidate as the holder
 -- (fence.leases.elected true); renew with fence.lease_renew(name, term, ttl).
 --

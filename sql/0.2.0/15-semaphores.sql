@@ -1,5 +1,5 @@
 --
--- Semaphores: fence.semaphore_acquire (src/semaphores.cpp).  A permit is a
+-- Semaphores: fence.semaphore_acquire (src/server/leases/semaphores.cpp).  A permit is a
 -- row of fence.leases with its own slot and token, renewed and released
 -- with fence.lease_renew / fence.lease_release.
 --

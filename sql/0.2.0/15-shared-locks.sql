@@ -1,6 +1,6 @@
 --
 -- Shared connection-bound locks: fence.try_lock_shared / fence.lock_shared
--- (src/locks.cpp).  A shared hold is a session hold of the same lock as
+-- (src/server/locks/locks.cpp).  A shared hold is a session hold of the same lock as
 -- fence.lock's, in the lock manager's ShareLock instead of ExclusiveLock:
 -- any number of sessions hold a name shared, or one session holds it
 -- exclusive.  Released by fence.unlock (with the grant's token),

@@ -1,7 +1,7 @@
 --
 -- Guarded tables: every UPDATE or DELETE, from any client, must present a
--- fencing token not lower than the row's fence (src/guard.cpp; the fence
--- rule itself is written once, in include/ext/fence_rule.hpp, for every
+-- fencing token not lower than the row's fence (src/server/writes/guard.cpp; the fence
+-- rule itself is written once, in src/server/tokens/fence_rule.hpp, for every
 -- write path).
 --
 
@@ -13,7 +13,7 @@
 -- (each with the column's collation), so values equal under their type's
 -- equality share one mark; two resources whose hashes collide share one
 -- mark too, which can only reject more writes, never let a stale one in.
--- Written only by the guard trigger (src/guard_insert.cpp), as the owner of
+-- Written only by the guard trigger (src/server/writes/guard_insert.cpp), as the owner of
 -- this table; nobody else may read or write it.
 CREATE TABLE fence.insert_marks (
     guard_id      bigint NOT NULL,
@@ -38,7 +38,7 @@ SELECT pg_catalog.pg_extension_config_dump('fence.guard_id_seq', '');
 -- registered to its table (the table of the trigger, or of the trigger it
 -- was cloned from) and its trigger is "fence_guard": a trigger that copies
 -- another table's number from pg_trigger raises 39P01 before it reads,
--- raises or locks any mark (src/guard_registry.cpp).  Written only by
+-- raises or locks any mark (src/server/writes/guard_registry.cpp).  Written only by
 -- fence.guard and fence.unguard after their ownership check, as the owner
 -- of this table; nobody else may read or write it.  rel is a regclass so
 -- that pg_dump writes the table's name and a restore binds the number to
@@ -87,11 +87,11 @@ COMMENT ON FUNCTION fence.unguard(regclass) IS
 
 --
 -- fence.advance: the highest token seen per resource that is not one row
--- (src/advance.cpp applies the fence rule to the resource's row here).
+-- (src/server/writes/advance.cpp applies the fence rule to the resource's row here).
 --
 
 -- The longest name, in bytes, is defined once, in C (kMaxNameBytes,
--- include/ext/args.hpp), which every function checks its name argument
+-- src/server/pg/args.hpp), which every function checks its name argument
 -- against; SQL that needs the number asks for it here instead of repeating
 -- it.  (The COMMENTs that state it are compared with it by
 -- test/pgtap/guard.sql.)

@@ -56,7 +56,7 @@ COMMENT ON FUNCTION fence.fenced_update(regclass, jsonb, bigint, jsonb, name, bo
 'In one UPDATE, as the caller, applies changes (jsonb object column -> value, converted with the columns'' types) and sets fence_column := token on the one row of rel identified by key (non-empty jsonb object column -> value), only if the row''s fence is lower than token (or equal, with allow_equal) and, when expect_fence is not NULL, still equals expect_fence (the fence the caller read before computing its change). Returns true if applied; false if the token is stale or, with expect_fence, the row was written since the caller read it (a lost race; logged as such). Raises FN004 for a token this database never issued (unless fence.require_issued_tokens is off), P0002 when no row visible to the caller matches key, 21000 when key matches several rows, 22004 when the row''s fence is NULL, FN001 when the table is guarded and the guard refuses the token, 42703 for an unknown column, 42P01/42809 for a missing relation or a non-table, 42804 when the fence column is not bigint, 22P02 etc. for a value its column rejects, 22023 for NULL or malformed arguments, 42501 without the needed privileges.';
 
 --
--- No forged tokens (FN004, src/issued_token.cpp): advance and the guard
+-- No forged tokens (FN004, src/server/tokens/issued_token.cpp): advance and the guard
 -- trigger refuse a token higher than every token this database has issued.
 -- Their comments say so here, next to fenced_update's.
 --

@@ -1,6 +1,6 @@
 --
 -- Observability: fence.stats(), fence.held_locks() and the view fence.locks
--- (src/observability.cpp, src/stats.cpp).
+-- (src/server/observability/observability.cpp, src/server/observability/stats.cpp).
 --
 -- Everyone may read them.  They show what pg_locks and pg_stat_activity
 -- already show to every role (who holds which lock, application_name), plus
@@ -50,7 +50,7 @@ COMMENT ON FUNCTION fence.held_locks() IS
 'Internal (used by the view fence.locks): the shared registry of connection-bound locks held in the current database, keyed by backend pid and the 64-bit name hash of the lock tag. Empty when pg_fence has no shared memory (see fence.shared_memory()). May list a lock its backend has just released; the view keeps only locks pg_locks shows as held.';
 
 -- Which of pg_locks' advisory locks are pg_fence's connection-bound locks:
--- the tag class is defined once, in C (include/ext/lock_tag.hpp), and the
+-- the tag class is defined once, in C (src/server/pg/lock_tag.hpp), and the
 -- view asks for it rather than repeat the number.  IMMUTABLE, so the planner
 -- folds it into a constant.
 CREATE FUNCTION fence.lock_tag_class()

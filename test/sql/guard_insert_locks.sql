@@ -1,4 +1,4 @@
--- The locks a guarded INSERT takes (src/insert_marks.cpp): its resource's
+-- The locks a guarded INSERT takes (src/server/writes/insert_marks.cpp): its resource's
 -- advisory lock (pg_locks.objsubid 26215, ExclusiveLock) until the
 -- transaction ends; the mark's row is locked only when the backend has no
 -- valid copy of the mark (its first write of the resource, or after a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # durability/commit_durability.sh - pg_fence skips the commit's WAL flush only for
-# transactions whose WAL needs none (include/ext/commit.hpp): one that only
+# transactions whose WAL needs none (src/server/pg/commit.hpp): one that only
 # draws fencing tokens (already flushed) or only releases a lease.  Every
 # other transaction that also took a lock, drew a token or released a lease
 # must commit as durably as the caller configured.

@@ -2,7 +2,7 @@
 # packaging/readme_sqlstates.sh - README.md documents every SQLSTATE the
 # server code raises and every setting it defines.
 #
-#   - each errcode(ERRCODE_...) in src/*.cpp and include/ext/*.hpp, turned
+#   - each errcode(ERRCODE_...) in src/server/, turned
 #     into its SQLSTATE with PostgreSQL's utils/errcodes.h (and pg_fence's
 #     own MAKE_SQLSTATE definitions), appears in README's "SQLSTATEs" table
 #     (between <!-- section: errors --> and <!-- /section: errors -->);
@@ -25,13 +25,13 @@ done
 
 # NAME SQLSTATE for every MAKE_SQLSTATE definition, PostgreSQL's and ours
 codes() {
-	cat "$hdr" include/ext/*.hpp src/*.cpp |
+	cat "$hdr" $(find src/server -name "*.[ch]pp" | sort) |
 		sed -nE "s/^#define (ERRCODE_[A-Z0-9_]+)[[:space:]]+MAKE_SQLSTATE\('(.)', *'(.)', *'(.)', *'(.)', *'(.)'\).*/\1 \2\3\4\5\6/p"
 }
 table=$(sed -n '/<!-- section: errors -->/,/<!-- \/section: errors -->/p' README.md)
 [ -n "$table" ] || { echo "not ok - README.md has a SQLSTATEs section"; exit 1; }
 
-used=$(grep -ohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/*.cpp include/ext/*.hpp | sed -E 's/errcode\((.*)\)/\1/' | sort -u)
+used=$(grep -rohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/server | sed -E 's/errcode\((.*)\)/\1/' | sort -u)
 n=0
 missing=()
 for name in $used; do
