@@ -1,6 +1,6 @@
 --
 -- Observability: fence.stats(), fence.held_locks() and the view fence.locks
--- (src/server/observability/observability.cpp, src/server/observability/stats.cpp).
+-- (src/server/observability/: observability.cpp, counters.cpp, lock_registry.cpp).
 --
 -- Everyone may read them.  They show what pg_locks and pg_stat_activity
 -- already show to every role (who holds which lock, application_name), plus

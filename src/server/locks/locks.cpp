@@ -21,7 +21,7 @@
 #include "pg/boundary.hpp"
 #include "pg/compat.hpp"
 #include "locks/lock_wait.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
 #include "observability/stats.hpp"
 #include "tokens/tokens.hpp"
 

@@ -1,23 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * observability.hpp
- *	  Shared memory behind fence.stats() and the view fence.locks (the
- *	  side of src/server/observability/stats.cpp that src/server/observability/stats.hpp does not show).
+ * lock_registry.hpp
+ *	  The registry of held connection-bound locks behind the view
+ *	  fence.locks: the side of lock_registry.cpp that stats.hpp (where
+ *	  locks.cpp records grants and releases) does not show.
  *
- * Both live in the shared block (shmem.hpp):
- *	 - per-database counters in DbShared, claimed by database OID
- *	   (lock-free) on first use;
- *	 - the registry of held connection-bound locks: a fixed-size table
- *	   (fence.max_locks entries, PGC_POSTMASTER, default 4096) keyed by
- *	   (pid, database, 64-bit name hash) holding the whole name (up to
- *	   kMaxNameBytes), token, kind and grant time, under one LWLock.
- * Without the block (15/16 without the preload) every counter and registry
- * call is a no-op.
+ * The registry is a fixed-size table in the shared block (fence.max_locks
+ * entries, PGC_POSTMASTER, default 4096) keyed by (pid, database, 64-bit
+ * name hash) holding the whole name (up to kMaxNameBytes), token, kind and
+ * grant time, under one LWLock.  Without the block (15/16 without the
+ * preload) every registry call is a no-op.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/observability/observability.hpp
+ *	  src/server/observability/lock_registry.hpp
  *
  *-------------------------------------------------------------------------
  */
@@ -27,12 +24,19 @@
 
 namespace fence {
 
+/* Default of fence.max_locks (registry entries); a named segment's size. */
+constexpr int kDefaultMaxLocks = 4096;
+
 /*
- * Counters of database dbid since it began counting (its first use after
- * server start, or fence.stats_reset()), and that time in *stats_reset (0
- * when it has not begun); false without shared memory.
+ * Define fence.max_locks: only while shared_preload_libraries is processed
+ * (a PGC_POSTMASTER setting cannot be defined by a library loaded later).
  */
-bool StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount], TimestampTz *stats_reset);
+void DefineRegistrySettings();
+
+/* The registry's part of the shared block (composed by src/server/shmem.cpp). */
+Size RegistryShmemSize();
+void RegistryShmemInit(void *ptr, int tranche_id);
+void RegistryShmemAttach(void *ptr);
 
 /* One registry entry, copied out of shared memory (palloc'd name). */
 struct RegisteredLock
@@ -41,7 +45,7 @@ struct RegisteredLock
 	uint64      key;
 	int64       token;
 	TimestampTz granted_at;
-	char        kind; /* 's' or 'x' */
+	char        kind; /* 's', 'x' or 'S' (see StatsRecordGrant) */
 	char       *name;
 };
 

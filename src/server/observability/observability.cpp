@@ -17,8 +17,9 @@
  */
 #include "pg/boundary.hpp"
 #include "pg/lock_tag.hpp"
-#include "observability/observability.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
+#include "observability/counters.hpp"
+#include "observability/lock_registry.hpp"
 
 extern "C" {
 #include "commands/extension.h"
