@@ -10,12 +10,18 @@
 #      outside src/server/pg/boundary.hpp, the one place where C++ exceptions
 #      meet PostgreSQL's errors: a std:: object alive in a frame that a
 #      PostgreSQL ERROR longjmps through would never be destroyed
-#      (src/server/pg/boundary.hpp, STYLE.md P7).
+#      (src/server/pg/boundary.hpp, STYLE.md P7);
+#   3. a wing of the server (src/server/<wing>/) includes only its own
+#      headers and those of lower wings (pg < tokens < observability <
+#      {locks, leases, writes} < {queue, once} < the top, src/server/*.cpp),
+#      never another wing of its level and never a top-level header;
+#      scripts/include-graph.sh holds the levels, prints each offending
+#      include, and without --check prints the wing-level include graph.
 #
 # Usage: scripts/check-style.sh [--fix]
 #   --fix   reformat the files in place instead of failing on them
 # Installs clang-format (Debian's, scripts/install-deps.sh --style) if it
-# is missing.  Exit status 0 only when both rules hold.
+# is missing.  Exit status 0 only when all three rules hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,12 +53,15 @@ else
 fi
 
 # Server code: std:: only in the boundary header.
-if std_uses=$(grep -rn 'std::' src/server |
+if std_uses=$(grep -rn --include='*.cpp' --include='*.hpp' 'std::' src/server |
 	grep -v '^src/server/pg/boundary\.hpp:'); then
 	echo "check-style: std:: in server code outside src/server/pg/boundary.hpp:"
 	printf '  %s\n' "$std_uses"
 	status=1
 fi
 
-[ "$status" -eq 0 ] && echo "check-style: ${#files[@]} files formatted; no std:: in server code outside the boundary"
+# Server code: each wing includes only its own and lower wings.
+bash scripts/include-graph.sh --check || status=1
+
+[ "$status" -eq 0 ] && echo "check-style: ${#files[@]} files formatted; no std:: in server code outside the boundary; wings include only lower wings"
 exit "$status"

@@ -1,6 +1,6 @@
 --
 -- Observability: fence.stats(), fence.held_locks() and the view fence.locks
--- (src/server/observability/observability.cpp, src/server/observability/stats.cpp).
+-- (src/server/observability/: observability.cpp, counters.cpp, lock_registry.cpp).
 --
 -- Everyone may read them.  They show what pg_locks and pg_stat_activity
 -- already show to every role (who holds which lock, application_name), plus
@@ -59,7 +59,18 @@ AS 'MODULE_PATHNAME', 'fence_lock_tag_class'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 COMMENT ON FUNCTION fence.lock_tag_class() IS
-'Internal (used by the view fence.locks): the lock-tag class of pg_fence''s connection-bound locks, shown by pg_locks as the objsubid of their advisory locks.';
+'Internal (used by the views fence.locks and fence.waiters): the lock-tag class of pg_fence''s connection-bound locks, shown by pg_locks as the objsubid of their advisory locks.';
+
+-- And the name hash of such a lock, from pg_locks' classid and objid: the
+-- key of fence.held_locks(), put back together in C (TagNameHash, beside
+-- the tag's layout) rather than spelled out in each view.
+CREATE FUNCTION fence.lock_tag_key(classid oid, objid oid)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'fence_lock_tag_key'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION fence.lock_tag_key(oid, oid) IS
+'Internal (used by the views fence.locks and fence.waiters): the 64-bit name hash of a connection-bound lock from the classid and objid pg_locks shows for it, the key of fence.held_locks().';
 
 -- One row per held lock or lease.  Connection-bound locks come from
 -- pg_locks (advisory locks of pg_fence's tag class, fence.lock_tag_class(),
@@ -71,8 +82,7 @@ COMMENT ON FUNCTION fence.lock_tag_class() IS
 CREATE VIEW fence.locks AS
 WITH tags AS (
     SELECT l.pid, l.granted, l.waitstart,
-           (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
-               OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
+           fence.lock_tag_key(l.classid, l.objid) AS key
       FROM pg_catalog.pg_locks AS l
      WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
        AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
@@ -121,8 +131,7 @@ GRANT SELECT ON fence.locks TO PUBLIC;
 CREATE VIEW fence.waiters AS
 WITH tags AS (
     SELECT l.pid, l.granted, l.waitstart,
-           (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
-               OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS key
+           fence.lock_tag_key(l.classid, l.objid) AS key
       FROM pg_catalog.pg_locks AS l
      WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
        AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()

@@ -10,9 +10,10 @@
  *	   fence.max_lease_ttl, fence.notify and fence.max_locks; the prefix
  *	   "fence." is
  *	   then reserved, so a misspelt fence.* setting is an error;
- *	 - the shared block of the token allocator, counters and lock registry
- *	   (shmem.hpp): requested while shared_preload_libraries is processed,
- *	   otherwise (17+) a named DSM segment attached on first use.
+ *	 - the shared block, composed of the wings' parts (the token allocator,
+ *	   counters, lock registry, ...; shmem.cpp): requested while
+ *	   shared_preload_libraries is processed, otherwise (17+) a named DSM
+ *	   segment attached on first use.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

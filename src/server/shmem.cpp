@@ -1,16 +1,27 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.cpp
- *	  pg_fence's shared block: where it lives, how it is sized and set up,
- *	  and how a backend finds its database's share (see shmem.hpp).
+ *	  pg_fence's shared block: the wings' parts laid out one after the
+ *	  other, sized and set up in one place, as PostgreSQL's ipci.c composes
+ *	  its subsystems (CalculateShmemSize, CreateSharedMemoryAndSemaphores).
  *
- * The block's layout:
+ * Each wing declares its part, with its size, its set-up (in the process
+ * that creates the block) and its attach (in every process: the wing keeps
+ * a backend-local pointer to its part):
  *
- *	   SharedBlock             header: tranche id, database shares
- *	   Registry                lock, capacity, free list, overflow count
- *	   int32 index[]           open-addressing index, 2 x capacity rounded
- *	                           up to a power of two
- *	   RegEntry entries[]      capacity = fence.max_locks
+ *	   BlockHeader             tranche id
+ *	   DbSlots                 pg/db_slots.hpp: databases' slots
+ *	   TokenShared[]           tokens/token_shmem.hpp: token allocator
+ *	   DbCounters[]            observability/counters.hpp: fence.stats()
+ *	   MarkStripes[]           writes/mark_cache.hpp: mark change counts
+ *	   Registry                observability/lock_registry.hpp: fence.locks
+ *	   LeaseWaiters            leases/lease_wait.hpp: lease waiters' queue
+ *
+ * each at a MAXALIGNed offset.  The block is set up either by the preload's
+ * hooks (shmem_request_hook, shmem_startup_hook) in the main shared memory,
+ * or, on 17+ without the preload, by the first backend that attaches to
+ * the named DSM segment (GetNamedDSMSegment, through compat.hpp); where it
+ * lives is pg/shared_block.hpp's to say.
  *
  * Its LWLocks belong to one tranche, "pg_fence", whose id is allocated when
  * the block is set up and registered (named) in every process that attaches,
@@ -28,10 +39,17 @@
 #include "shmem.hpp"
 
 #include "pg/compat.hpp"
+#include "pg/db_slots.hpp"
+#include "pg/shared_block.hpp"
+#include "tokens/token_shmem.hpp"
+#include "observability/counters.hpp"
+#include "observability/lock_registry.hpp"
 #include "leases/lease_wait.hpp"
+#include "writes/mark_cache.hpp"
 
 extern "C" {
 #include "storage/ipc.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 }
 
@@ -42,121 +60,72 @@ namespace {
 constexpr const char *kBlockName = "pg_fence";
 constexpr const char *kTrancheName = "pg_fence";
 
-struct SharedBlock
+/* One wing's part of the block. */
+struct ShmemPart
 {
-	int      tranche_id;
-	DbShared dbs[kDbSlots];
-	/* then the Registry */
+	Size (*size)(void);
+	void (*init)(void *ptr, int tranche_id);
+	void (*attach)(void *ptr);
 };
 
-int          max_locks = kDefaultMaxLocks;
-ShmemMode    mode = ShmemMode::kNone;
-SharedBlock *block = nullptr;
+/* The parts, in the block's order. */
+const ShmemPart kParts[] = {
+	{DbSlotsShmemSize, DbSlotsShmemInit, DbSlotsShmemAttach},
+	{TokenShmemSize, TokenShmemInit, TokenShmemAttach},
+	{CountersShmemSize, CountersShmemInit, CountersShmemAttach},
+	{MarkStripesShmemSize, MarkStripesShmemInit, MarkStripesShmemAttach},
+	{RegistryShmemSize, RegistryShmemInit, RegistryShmemAttach},
+	{LeaseWaitersShmemSize, LeaseWaitersShmemInit, LeaseWaitersShmemAttach},
+};
+
+struct BlockHeader
+{
+	int tranche_id;
+	/* then the parts */
+};
+
+BlockHeader *block = nullptr;
 bool         tranche_registered = false;
-DbShared    *my_db = nullptr;
-bool         my_db_searched = false; /* searched the shares once (found or not) */
 
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
-uint32
-IndexSlots(int capacity)
-{
-	uint32 n = 1;
-
-	while (n < (uint32) capacity * 2)
-		n <<= 1;
-	return n;
-}
-
 Size
-RegistryOffset()
+BlockSize()
 {
-	return MAXALIGN(sizeof(SharedBlock));
-}
+	Size size = MAXALIGN(sizeof(BlockHeader));
 
-/* The registry's size; the lease waiters' queue follows it. */
-Size
-RegistrySize(int capacity)
-{
-	Size size = MAXALIGN(sizeof(Registry));
-
-	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), IndexSlots(capacity))));
-	size = add_size(size, MAXALIGN(mul_size(sizeof(RegEntry), capacity)));
+	for (const ShmemPart &part : kParts)
+		size = add_size(size, MAXALIGN(part.size()));
 	return size;
 }
 
-Size
-BlockSize(int capacity)
-{
-	Size size = add_size(RegistryOffset(), RegistrySize(capacity));
-
-	return add_size(size, LeaseWaitersSize());
-}
-
-Registry *
-BlockRegistry(SharedBlock *b)
-{
-	return reinterpret_cast<Registry *>(reinterpret_cast<char *>(b) + RegistryOffset());
-}
-
-/* Set up a new block of the given registry capacity (zeroed or not). */
+/* Set up a new block (zeroed or not): every part, in order. */
 void
-InitBlock(SharedBlock *b, int capacity)
+InitBlock(void *ptr)
 {
+	BlockHeader *b = static_cast<BlockHeader *>(ptr);
+	char        *at = static_cast<char *>(ptr) + MAXALIGN(sizeof(BlockHeader));
+
 	b->tranche_id = LWLockNewTrancheId();
-	for (int i = 0; i < kDbSlots; i++)
+	for (const ShmemPart &part : kParts)
 	{
-		DbShared *db = &b->dbs[i];
-
-		pg_atomic_init_u32(&db->dboid, 0);
-		LWLockInitialize(&db->token_mover, b->tranche_id);
-		SpinLockInit(&db->token_mutex);
-		db->token_ready = false;
-		db->token_seq = InvalidOid;
-		db->token_next = 0;
-		db->token_ceiling = 0;
-		db->token_ceiling_lsn = InvalidXLogRecPtr;
-		db->token_durable = 0;
-		db->token_epoch_seq = InvalidOid;
-		db->token_tli = 0;
-		db->token_epoch = -1;
-		db->token_floor = 0;
-		db->token_cap = 0;
-		for (int c = 0; c < (int) StatKind::kCount; c++)
-			pg_atomic_init_u64(&db->counters[c], 0);
-		pg_atomic_init_u64(&db->stats_reset, 0);
-		for (int m = 0; m < kMarkStripes; m++)
-			pg_atomic_init_u64(&db->mark_changes[m], 0);
+		part.init(at, b->tranche_id);
+		at += MAXALIGN(part.size());
 	}
-
-	Registry *r = BlockRegistry(b);
-
-	LWLockInitialize(&r->lock, b->tranche_id);
-	r->capacity = capacity;
-	r->index_mask = IndexSlots(capacity) - 1;
-	r->used = 0;
-	pg_atomic_init_u64(&r->overflows, 0);
-
-	int32    *index = RegistryIndex(r);
-	RegEntry *entries = RegistryEntries(r);
-
-	for (uint32 i = 0; i <= r->index_mask; i++)
-		index[i] = -1;
-	for (int i = 0; i < capacity; i++)
-	{
-		entries[i].in_use = false;
-		entries[i].next_free = i + 1 < capacity ? i + 1 : -1;
-	}
-	r->free_head = 0;
-
-	InitLeaseWaiters(reinterpret_cast<char *>(r) + RegistrySize(capacity), b->tranche_id);
 }
 
+/* Point every wing at its part of the block. */
 void
-InitNamedBlock(void *ptr)
+AttachParts(BlockHeader *b)
 {
-	InitBlock(static_cast<SharedBlock *>(ptr), kDefaultMaxLocks);
+	char *at = reinterpret_cast<char *>(b) + MAXALIGN(sizeof(BlockHeader));
+
+	for (const ShmemPart &part : kParts)
+	{
+		part.attach(at);
+		at += MAXALIGN(part.size());
+	}
 }
 
 void
@@ -164,7 +133,7 @@ ShmemRequest()
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(BlockSize(max_locks));
+	RequestAddinShmemSpace(BlockSize());
 }
 
 void
@@ -176,10 +145,11 @@ ShmemStartup()
 	bool found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	block = static_cast<SharedBlock *>(ShmemInitStruct(kBlockName, BlockSize(max_locks), &found));
+	block = static_cast<BlockHeader *>(ShmemInitStruct(kBlockName, BlockSize(), &found));
 	if (!found)
-		InitBlock(block, max_locks);
+		InitBlock(block);
 	LWLockRelease(AddinShmemInitLock);
+	AttachParts(block);
 }
 
 /* Name the tranche in this process (for pg_stat_activity); once. */
@@ -193,6 +163,22 @@ RegisterTranche()
 	}
 }
 
+/* AttachShared()'s body (pg/shared_block.hpp). */
+bool
+AttachBlock()
+{
+	if (block == nullptr && SharedMode() == ShmemMode::kNamedSegment)
+	{
+		bool  found;
+		void *ptr = compat::NamedSegment(kBlockName, BlockSize(), InitBlock, &found);
+
+		AttachParts(static_cast<BlockHeader *>(ptr));
+		block = static_cast<BlockHeader *>(ptr);
+	}
+	RegisterTranche();
+	return block != nullptr;
+}
+
 } /* namespace */
 
 void
@@ -200,7 +186,8 @@ InitShmem()
 {
 	if (!process_shared_preload_libraries_in_progress)
 	{
-		mode = compat::kHaveNamedSegments ? ShmemMode::kNamedSegment : ShmemMode::kNone;
+		SetSharedBlock(compat::kHaveNamedSegments ? ShmemMode::kNamedSegment : ShmemMode::kNone,
+					   AttachBlock);
 		return;
 	}
 
@@ -208,101 +195,12 @@ InitShmem()
 	 * Only when preloading: a PGC_POSTMASTER setting cannot be defined by a
 	 * library loaded later (FATAL).  A named segment has the default size.
 	 */
-	DefineCustomIntVariable(
-		"fence.max_locks",
-		"Maximum number of held connection-bound locks fence.locks shows by name.",
-		"Size of the shared registry of held locks (about 1.1 kB each); "
-		"locks beyond it are still granted and shown without their name.",
-		&max_locks, kDefaultMaxLocks, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-	mode = ShmemMode::kPreloaded;
+	DefineRegistrySettings();
+	SetSharedBlock(ShmemMode::kPreloaded, AttachBlock);
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = ShmemRequest;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = ShmemStartup;
-}
-
-ShmemMode
-SharedMode()
-{
-	return mode;
-}
-
-bool
-AttachShared()
-{
-	if (block == nullptr && mode == ShmemMode::kNamedSegment)
-	{
-		bool found;
-
-		block = static_cast<SharedBlock *>(
-			compat::NamedSegment(kBlockName, BlockSize(kDefaultMaxLocks), InitNamedBlock, &found));
-	}
-	RegisterTranche();
-	return block != nullptr;
-}
-
-DbShared *
-MyDbShared()
-{
-	if (my_db != nullptr || my_db_searched)
-		return my_db;
-	if (block == nullptr || !OidIsValid(MyDatabaseId))
-		return nullptr;
-	/* shares are never given up: a database that finds none never will */
-	my_db_searched = true;
-	for (int i = 0; i < kDbSlots; i++)
-	{
-		DbShared *db = &block->dbs[i];
-		uint32    owner = pg_atomic_read_u32(&db->dboid);
-
-		if (owner == 0)
-		{
-			uint32 expected = 0;
-
-			if (pg_atomic_compare_exchange_u32(&db->dboid, &expected, MyDatabaseId))
-			{
-				/* fence.stats() counts for this database from now on */
-				pg_atomic_write_u64(&db->stats_reset, (uint64) GetCurrentTimestamp());
-				owner = MyDatabaseId;
-			}
-			else
-				owner = expected;
-		}
-		if (owner == MyDatabaseId)
-		{
-			my_db = db;
-			break;
-		}
-	}
-	return my_db;
-}
-
-DbShared *
-FindDbShared(Oid dbid)
-{
-	if (block == nullptr)
-		return nullptr;
-	for (int i = 0; i < kDbSlots; i++)
-		if (pg_atomic_read_u32(&block->dbs[i].dboid) == dbid)
-			return &block->dbs[i];
-	return nullptr;
-}
-
-Registry *
-SharedRegistry()
-{
-	return block != nullptr ? BlockRegistry(block) : nullptr;
-}
-
-void *
-SharedLeaseWaiters()
-{
-	if (block == nullptr)
-		return nullptr;
-
-	Registry *r = BlockRegistry(block);
-
-	return reinterpret_cast<char *>(r) + RegistrySize(r->capacity);
 }
 
 } /* namespace fence */

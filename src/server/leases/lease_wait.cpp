@@ -30,7 +30,7 @@
 
 #include "pg/compat.hpp"
 #include "pg/lock_tag.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -79,10 +79,13 @@ bool          callback_registered = false;
 int  my_slot = -1;
 bool exit_hook_registered = false;
 
+/* The queue, or nullptr (no block, or not attached yet). */
+LeaseWaiters *waiters = nullptr;
+
 LeaseWaiters *
 Waiters()
 {
-	return static_cast<LeaseWaiters *>(SharedLeaseWaiters());
+	return waiters;
 }
 
 /* Caller holds the lock (any mode): the head slot of `key`, or -1. */
@@ -167,13 +170,13 @@ AtBackendExit(int code, Datum arg)
 } /* namespace */
 
 Size
-LeaseWaitersSize()
+LeaseWaitersShmemSize()
 {
 	return add_size(offsetof(LeaseWaiters, slots), mul_size(sizeof(WaiterSlot), MaxBackends));
 }
 
 void
-InitLeaseWaiters(void *ptr, int tranche_id)
+LeaseWaitersShmemInit(void *ptr, int tranche_id)
 {
 	LeaseWaiters *w = static_cast<LeaseWaiters *>(ptr);
 
@@ -183,6 +186,12 @@ InitLeaseWaiters(void *ptr, int tranche_id)
 	pg_atomic_init_u32(&w->waiting, 0);
 	for (int i = 0; i < w->nslots; i++)
 		w->slots[i].in_use = false;
+}
+
+void
+LeaseWaitersShmemAttach(void *ptr)
+{
+	waiters = static_cast<LeaseWaiters *>(ptr);
 }
 
 uint64

@@ -31,9 +31,10 @@
 
 namespace fence {
 
-/* Shared-memory size of the queue, and its set-up (shmem.cpp's block). */
-Size LeaseWaitersSize();
-void InitLeaseWaiters(void *ptr, int tranche_id);
+/* The queue's part of the shared block (composed by src/server/shmem.cpp). */
+Size LeaseWaitersShmemSize();
+void LeaseWaitersShmemInit(void *ptr, int tranche_id);
+void LeaseWaitersShmemAttach(void *ptr);
 
 /* The queue key of a lease name in this database. */
 uint64 LeaseWaitKey(uint64 name_hash);

@@ -92,7 +92,7 @@
 #include "leases/lease_notify.hpp"
 #include "leases/lease_table.hpp"
 #include "leases/lease_wait.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
 #include "observability/stats.hpp"
 
 extern "C" {

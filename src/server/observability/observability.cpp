@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * observability.cpp
- *	  fence.stats(), fence.shared_memory(), and what the view fence.locks is
- *	  built from: fence.held_locks() (the registry rows) and
- *	  fence.lock_tag_class() (which of pg_locks' advisory locks are ours).
+ *	  fence.stats(), fence.shared_memory(), and what the views fence.locks
+ *	  and fence.waiters are built from: fence.held_locks() (the registry
+ *	  rows), fence.lock_tag_class() (which of pg_locks' advisory locks are
+ *	  ours) and fence.lock_tag_key() (their name hash, the registry's key).
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; the SQL entry points run it through fence::Entry.
@@ -17,8 +18,9 @@
  */
 #include "pg/boundary.hpp"
 #include "pg/lock_tag.hpp"
-#include "observability/observability.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
+#include "observability/counters.hpp"
+#include "observability/lock_registry.hpp"
 
 extern "C" {
 #include "commands/extension.h"
@@ -173,6 +175,13 @@ SharedMemory(FunctionCallInfo fcinfo)
 	return CStringGetTextDatum(where);
 }
 
+/* fence.lock_tag_key(classid, objid): the name hash of a pg_locks row of ours. */
+Datum
+LockTagKey(FunctionCallInfo fcinfo)
+{
+	return Int64GetDatum((int64) TagNameHash(PG_GETARG_OID(0), PG_GETARG_OID(1)));
+}
+
 } /* namespace */
 
 } /* namespace fence */
@@ -238,4 +247,16 @@ FENCE_SQL_FUNCTION(fence_lock_tag_class)
 {
 	return fence::Entry(
 		fcinfo, [](FunctionCallInfo fc) { return Int16GetDatum((int16) fence::kLockTagClass); });
+}
+
+/*
+ * fence.lock_tag_key(classid oid, objid oid) RETURNS bigint
+ *	 Internal, used by the views fence.locks and fence.waiters: the 64-bit
+ *	 name hash of a connection-bound lock from its pg_locks row (classid and
+ *	 objid, the lock tag's field2 and field3), as fence.held_locks() shows
+ *	 it in key.  IMMUTABLE, STRICT.  Takes no locks.
+ */
+FENCE_SQL_FUNCTION(fence_lock_tag_key)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::LockTagKey(fc); });
 }

@@ -2,7 +2,9 @@
  *
  * stats.hpp
  *	  Counters for fence.stats() and the registry of held locks behind the
- *	  view fence.locks.
+ *	  view fence.locks, as the other wings use them: counting
+ *	  (counters.cpp), recording grants and releases (lock_registry.cpp), and
+ *	  the LOG signals (reports.cpp).
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

@@ -12,11 +12,12 @@
  *	 field4 = the tag class, what the lock is for		(pg_locks.objsubid)
  *
  * pg_advisory_* use only classes 1 and 2.  pg_fence's classes:
- *	 kLockTagClass		connection-bound locks (locks.hpp); the view
- *						fence.locks finds them in pg_locks by this class,
- *						which it reads from fence.lock_tag_class()
- *						(src/server/observability/observability.cpp), and rebuilds the name hash
- *						as classid << 32 | objid;
+ *	 kLockTagClass		connection-bound locks (locks.hpp); the views
+ *						fence.locks and fence.waiters find them in pg_locks
+ *						by this class, which they read from
+ *						fence.lock_tag_class(), and get the name hash back
+ *						from fence.lock_tag_key(classid, objid), that is
+ *						TagNameHash (src/server/observability/observability.cpp);
  *	 kLeaseLockTagClass	the per-name lock a lease function holds while it
  *						reads or changes the lease's row (leases.hpp);
  *	 kMarkLockTagClass	the lock of one resource of a guarded table
@@ -67,12 +68,37 @@ NameHash(NameArg name)
 							   kNameHashSeed);
 }
 
+/* The tag's field2 and field3 (pg_locks' classid and objid) for a name hash. */
+constexpr uint32
+TagField2(uint64 name_hash)
+{
+	return (uint32) (name_hash >> 32);
+}
+
+constexpr uint32
+TagField3(uint64 name_hash)
+{
+	return (uint32) name_hash;
+}
+
+/*
+ * The name hash back from a tag's field2 and field3 (what fence.locks and
+ * fence.waiters join pg_locks with fence.held_locks() on).
+ */
+constexpr uint64
+TagNameHash(uint32 field2, uint32 field3)
+{
+	return ((uint64) field2 << 32) | field3;
+}
+
+static_assert(TagNameHash(TagField2(kNameHashSeed), TagField3(kNameHashSeed)) == kNameHashSeed,
+			  "TagNameHash undoes TagField2 and TagField3");
+
 /* The advisory lock tag of class tag_class for a name (its hash) in this database. */
 inline void
 SetLockTag(LOCKTAG *tag, uint16 tag_class, uint64 name_hash)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (name_hash >> 32), (uint32) name_hash,
-						 tag_class);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, TagField2(name_hash), TagField3(name_hash), tag_class);
 }
 
 } /* namespace fence */

@@ -13,7 +13,8 @@
 #include "tokens/tokens.hpp"
 
 #include "pg/commit.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
+#include "tokens/token_shmem.hpp"
 #include "tokens/sync_wait.hpp"
 #include "tokens/token_epoch.hpp"
 
@@ -38,13 +39,13 @@ TokenSeqInvalidate(Datum arg, Oid relid)
 }
 
 /*
- * The shared token allocator (with the shared block, shmem.hpp).
+ * The shared token allocator (its part of the shared block, token_shmem.hpp).
  *
  * Drawing every token with nextval() makes every backend that gets a value
  * covered by a freshly logged sequence record wait for that record's flush
  * (nextval logs only 32 values ahead), which stalls all clients once per 32
  * tokens.  With shared memory, tokens are handed out from a per-database
- * counter (DbShared::token_*) below a durable ceiling instead:
+ * counter (TokenShared::token_*) below a durable ceiling instead:
  *
  *	 - every token t handed out satisfies t < ceiling, and the sequence's
  *	   durable value (WAL flushed) is >= ceiling - 1, so after a crash,
@@ -71,10 +72,10 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  * Tokens strictly increase in the order they are drawn, across sessions
  * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
  * restart tokens jump by up to kChunk: gaps are allowed, reuse is not.
- * Databases beyond kDbSlots, and servers without the shared block, draw
- * every token with nextval() (a database never switches within a server's
- * life: the block's mode is fixed at server start, and a database's share,
- * once claimed, is never given up).
+ * Databases beyond kDbSlots (pg/db_slots.hpp), and servers without the
+ * shared block, draw every token with nextval() (a database never switches
+ * within a server's life: the block's mode is fixed at server start, and a
+ * database's slot, once claimed, is never given up).
  */
 constexpr int64 kChunk = 4096;
 constexpr int64 kLowWater = kChunk / 2;
@@ -84,7 +85,7 @@ constexpr int64 kLowWater = kChunk / 2;
  * and timeline?  Caller holds the slot's mutex.
  */
 bool
-StartedFor(const DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
+StartedFor(const TokenShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
 {
 	return slot->token_ready && slot->token_seq == seq && slot->token_epoch_seq == epoch_seq &&
 		   slot->token_tli == tli;
@@ -97,7 +98,7 @@ StartedFor(const DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
  * durable.  Caller holds the slot's LWLock (one mover at a time).
  */
 void
-MoveCeiling(DbShared *slot, Oid seq, Oid mark_seq)
+MoveCeiling(TokenShared *slot, Oid seq, Oid mark_seq)
 {
 	CheckTokenSequence(seq);
 
@@ -137,7 +138,7 @@ MoveCeiling(DbShared *slot, Oid seq, Oid mark_seq)
  * in this timeline's epoch (claimed first, token_epoch.hpp).
  */
 void
-StartCounter(DbShared *slot, Oid seq, Oid epoch_seq, Oid mark_seq)
+StartCounter(TokenShared *slot, Oid seq, Oid epoch_seq, Oid mark_seq)
 {
 	CheckTokenSequence(seq);
 
@@ -190,7 +191,7 @@ StartCounter(DbShared *slot, Oid seq, Oid epoch_seq, Oid mark_seq)
  * start found due only under the LWLock is left to the caller's next turn).
  */
 void
-AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64 low_water)
+AsMover(TokenShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64 low_water)
 {
 	LWLock *mover = &slot->token_mover;
 	Oid     mark_seq = TokenMarkSequenceOid();
@@ -238,7 +239,7 @@ AsMover(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli, bool wait, int64
 
 /* Draw a token from the slot.  PostgreSQL-style: raises ERROR. */
 int64
-DrawFromSlot(DbShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
+DrawFromSlot(TokenShared *slot, Oid seq, Oid epoch_seq, TimeLineID tli)
 {
 	for (;;)
 	{
@@ -342,8 +343,8 @@ DrawWithNextval(Oid seq, Oid epoch_seq, TimeLineID tli)
 int64
 HighestIssuedToken()
 {
-	Oid       seq = TokenSequenceOid();
-	DbShared *slot = AttachShared() ? MyDbShared() : nullptr;
+	Oid          seq = TokenSequenceOid();
+	TokenShared *slot = AttachShared() ? MyTokenShared() : nullptr;
 
 	if (slot != nullptr)
 	{
@@ -417,10 +418,10 @@ IssueToken()
 
 	Oid seq = TokenSequenceOid();
 
-	WalMark    before = WalMarkNow();
-	DbShared  *slot = AttachShared() ? MyDbShared() : nullptr;
-	Oid        epoch_seq = TokenEpochSequenceOid();
-	TimeLineID tli = GetWALInsertionTimeLine();
+	WalMark      before = WalMarkNow();
+	TokenShared *slot = AttachShared() ? MyTokenShared() : nullptr;
+	Oid          epoch_seq = TokenEpochSequenceOid();
+	TimeLineID   tli = GetWALInsertionTimeLine();
 
 	RequireSyncCommitForTokens();
 

@@ -34,7 +34,7 @@ namespace fence {
  * returns no token before the WAL that puts fence.token_seq at or above it
  * is flushed (and, with synchronous replication, received by the standbys):
  *
- *	 - with the shared block (shmem.hpp: preloaded, or a named DSM segment
+ *	 - with the shared block (pg/shared_block.hpp: preloaded, or a named DSM segment
  *	   on 17+), from a per-database shared counter kept
  *	   below a durable ceiling that one backend moves (setval + flush) well
  *	   before it is reached (tokens.cpp explains the rules);

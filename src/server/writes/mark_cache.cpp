@@ -22,7 +22,8 @@
  */
 #include "writes/mark_cache.hpp"
 
-#include "shmem.hpp"
+#include "pg/db_slots.hpp"
+#include "pg/shared_block.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -49,6 +50,14 @@ struct MarkCopy
 	int64   token;
 	uint64  changes;
 };
+
+/* One database's change counts. */
+struct MarkStripes
+{
+	pg_atomic_uint64 changes[kMarkStripes];
+};
+
+MarkStripes *g_stripes = nullptr; /* kDbSlots of them, in the shared block */
 
 HTAB         *g_copies = nullptr;
 MemoryContext g_copies_context = nullptr;
@@ -111,22 +120,44 @@ Copies(Oid marks_relid, bool create)
 
 } /* namespace */
 
+Size
+MarkStripesShmemSize()
+{
+	return mul_size(sizeof(MarkStripes), kDbSlots);
+}
+
+void
+MarkStripesShmemInit(void *ptr, int tranche_id)
+{
+	MarkStripes *all = static_cast<MarkStripes *>(ptr);
+
+	for (int i = 0; i < kDbSlots; i++)
+		for (int m = 0; m < kMarkStripes; m++)
+			pg_atomic_init_u64(&all[i].changes[m], 0);
+}
+
+void
+MarkStripesShmemAttach(void *ptr)
+{
+	g_stripes = static_cast<MarkStripes *>(ptr);
+}
+
 pg_atomic_uint64 *
 MarkStripe(int64 guard_id, int64 resource_hash)
 {
 	if (!AttachShared())
 		return nullptr;
 
-	DbShared *db = MyDbShared();
+	int slot = MyDbSlot();
 
-	if (db == nullptr)
+	if (g_stripes == nullptr || slot < 0)
 		return nullptr;
 
 	/* the resource hash is a hash already; the guard number moves it (Fibonacci hashing) */
 	uint64 h = static_cast<uint64>(resource_hash) ^
 			   (static_cast<uint64>(guard_id) * UINT64CONST(0x9e3779b97f4a7c15));
 
-	return &db->mark_changes[(h >> 32) % kMarkStripes];
+	return &g_stripes[slot].changes[(h >> 32) % kMarkStripes];
 }
 
 uint64

@@ -3,7 +3,9 @@
  * mark_cache.hpp
  *	  A backend's copies of the guarded-INSERT marks it has read, and the
  *	  shared change counts that tell when a copy may still be used
- *	  (src/server/writes/mark_cache.cpp).  Internal to src/server/writes/insert_marks.cpp.
+ *	  (src/server/writes/mark_cache.cpp).  Internal to
+ *	  src/server/writes/insert_marks.cpp, but for the change counts' part of
+ *	  the shared block, which src/server/shmem.cpp composes.
  *
  * Every change of a mark (a raise or a creation) counts one change of its
  * stripe, a shared counter that many marks share (a hash of guard number
@@ -37,6 +39,17 @@ extern "C" {
 }
 
 namespace fence {
+
+/* Change counts of guarded-INSERT marks per database: the stripes. */
+constexpr int kMarkStripes = 256;
+
+/*
+ * The change counts' part of the shared block, kMarkStripes per database
+ * slot (pg/db_slots.hpp); composed by src/server/shmem.cpp.
+ */
+Size MarkStripesShmemSize();
+void MarkStripesShmemInit(void *ptr, int tranche_id);
+void MarkStripesShmemAttach(void *ptr);
 
 /*
  * The change count of the stripe of mark (guard_id, resource_hash) in this

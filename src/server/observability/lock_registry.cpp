@@ -1,16 +1,20 @@
 /*-------------------------------------------------------------------------
  *
- * stats.cpp
- *	  Counters for fence.stats(), the registry of held connection-bound locks
- *	  behind the view fence.locks, and the LOG signals of stale writes and
- *	  lease takeovers.
+ * lock_registry.cpp
+ *	  The registry of held connection-bound locks behind the view
+ *	  fence.locks: its part of the shared block, and the grants and
+ *	  releases locks.cpp records in it (see lock_registry.hpp).
  *
- * Counters and registry live in the shared block (shmem.hpp): with the
+ * The registry lives in the shared block (pg/shared_block.hpp): with the
  * preload, or on PostgreSQL 17+ in a named DSM segment.  Without it (15/16
- * without the preload) every counter and registry call is a cheap no-op; the
- * LOG lines are written either way.  The registry is an open-addressing
- * table of fixed size (its layout is in shmem.hpp), so that it can live in a
- * DSM segment as well as in the main shared memory.
+ * without the preload) every registry call is a cheap no-op.  It is an
+ * open-addressing table of fixed size, so that it can live in a DSM segment
+ * as well as in the main shared memory:
+ *
+ *	   Registry                lock, capacity, free list, overflow count
+ *	   int32 index[]           open-addressing index, 2 x capacity rounded
+ *	                           up to a power of two
+ *	   RegEntry entries[]      capacity = fence.max_locks
  *
  * Nothing here writes to a table or raises an ERROR: the registry calls are
  * made by locks.cpp while a lock is held, and from transaction callbacks.
@@ -24,26 +28,86 @@
  * outlives its backend; the view also joins the registry with pg_locks, so it
  * never shows an entry whose lock is no longer held.
  *
+ * This file is PostgreSQL-style code (plain structs, no C++ objects).
+ *
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/observability/stats.cpp
+ *	  src/server/observability/lock_registry.cpp
  *
  *-------------------------------------------------------------------------
  */
-#include "observability/observability.hpp"
+#include "observability/lock_registry.hpp"
 
 #include "pg/args.hpp"
-#include "pg/messages.hpp"
-#include "shmem.hpp"
+#include "pg/shared_block.hpp"
 
 extern "C" {
 #include "storage/ipc.h"
+#include "utils/guc.h"
 }
 
 namespace fence {
 
 namespace {
+
+/*
+ * One held lock: keyed by (pid, database, name hash), with the whole name
+ * (up to kMaxNameBytes), token, kind and grant time.
+ */
+struct RegEntry
+{
+	int32       pid; /* key: holder backend, database, name hash */
+	Oid         dbid;
+	uint64      hash;
+	int32       next_free; /* free list link; -1: end */
+	bool        in_use;
+	char        kind; /* 's' session, 'x' transaction, 'S' shared */
+	int16       name_len;
+	int64       token;
+	TimestampTz granted_at;
+	char        name[kMaxNameBytes + 1];
+};
+
+struct Registry
+{
+	LWLock           lock;       /* protects everything below */
+	int32            capacity;   /* entries */
+	uint32           index_mask; /* index slots - 1 */
+	int32            free_head;  /* first free entry; -1: full */
+	int32            used;
+	pg_atomic_uint64 overflows; /* grants not registered because it was full */
+	/* then int32 index[index_mask + 1] (-1: empty) and RegEntry entries[capacity] */
+};
+
+int32 *
+RegistryIndex(Registry *r)
+{
+	return reinterpret_cast<int32 *>(reinterpret_cast<char *>(r) + MAXALIGN(sizeof(Registry)));
+}
+
+RegEntry *
+RegistryEntries(Registry *r)
+{
+	return reinterpret_cast<RegEntry *>(reinterpret_cast<char *>(RegistryIndex(r)) +
+										MAXALIGN(sizeof(int32) * (r->index_mask + 1)));
+}
+
+/* fence.max_locks: defined only with the preload; a named segment has the default. */
+int max_locks = kDefaultMaxLocks;
+
+/* The registry, or nullptr (no block, or not attached yet). */
+Registry *registry = nullptr;
+
+uint32
+IndexSlots(int capacity)
+{
+	uint32 n = 1;
+
+	while (n < (uint32) capacity * 2)
+		n <<= 1;
+	return n;
+}
 
 bool exit_callback_registered = false;
 bool overflow_logged = false;
@@ -115,7 +179,7 @@ RemoveAt(Registry *r, uint32 i)
 void
 RegistryCleanup(int code, Datum arg)
 {
-	Registry *r = SharedRegistry();
+	Registry *r = registry;
 
 	if (r == nullptr)
 		return;
@@ -133,20 +197,55 @@ RegistryCleanup(int code, Datum arg)
 
 } /* namespace */
 
-bool
-StatsRead(Oid dbid, uint64 counters[(int) StatKind::kCount], TimestampTz *stats_reset)
+void
+DefineRegistrySettings()
 {
-	*stats_reset = 0;
-	if (!AttachShared())
-		return false;
+	DefineCustomIntVariable(
+		"fence.max_locks",
+		"Maximum number of held connection-bound locks fence.locks shows by name.",
+		"Size of the shared registry of held locks (about 1.1 kB each); "
+		"locks beyond it are still granted and shown without their name.",
+		&max_locks, kDefaultMaxLocks, 16, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+}
 
-	DbShared *db = FindDbShared(dbid);
+Size
+RegistryShmemSize()
+{
+	Size size = MAXALIGN(sizeof(Registry));
 
-	for (int c = 0; c < (int) StatKind::kCount; c++)
-		counters[c] = db != nullptr ? pg_atomic_read_u64(&db->counters[c]) : 0;
-	if (db != nullptr)
-		*stats_reset = (TimestampTz) pg_atomic_read_u64(&db->stats_reset);
-	return true;
+	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), IndexSlots(max_locks))));
+	size = add_size(size, MAXALIGN(mul_size(sizeof(RegEntry), max_locks)));
+	return size;
+}
+
+void
+RegistryShmemInit(void *ptr, int tranche_id)
+{
+	Registry *r = static_cast<Registry *>(ptr);
+
+	LWLockInitialize(&r->lock, tranche_id);
+	r->capacity = max_locks;
+	r->index_mask = IndexSlots(max_locks) - 1;
+	r->used = 0;
+	pg_atomic_init_u64(&r->overflows, 0);
+
+	int32    *index = RegistryIndex(r);
+	RegEntry *entries = RegistryEntries(r);
+
+	for (uint32 i = 0; i <= r->index_mask; i++)
+		index[i] = -1;
+	for (int i = 0; i < r->capacity; i++)
+	{
+		entries[i].in_use = false;
+		entries[i].next_free = i + 1 < r->capacity ? i + 1 : -1;
+	}
+	r->free_head = 0;
+}
+
+void
+RegistryShmemAttach(void *ptr)
+{
+	registry = static_cast<Registry *>(ptr);
 }
 
 int
@@ -156,7 +255,7 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 	if (!AttachShared())
 		return 0;
 
-	Registry *r = SharedRegistry();
+	Registry *r = registry;
 	RegEntry *entries = RegistryEntries(r);
 
 	/*
@@ -198,72 +297,10 @@ RegistrySnapshot(Oid dbid, RegisteredLock **out)
 }
 
 void
-StatsCount(StatKind kind)
-{
-	StatsCountN(kind, 1);
-}
-
-void
-StatsCountRejected(StatKind kind)
-{
-	AttachShared();
-	StatsCountN(kind, 1);
-}
-
-void
-StatsCountN(StatKind kind, uint64 n)
-{
-	DbShared *db = MyDbShared();
-
-	if (db != nullptr && n > 0)
-		pg_atomic_fetch_add_u64(&db->counters[(int) kind], n);
-}
-
-void
-StatsCountWait(int64 usecs)
-{
-	DbShared *db = MyDbShared();
-
-	if (db == nullptr)
-		return;
-
-	uint64            waited = (uint64) Max(usecs, (int64) 0);
-	pg_atomic_uint64 *max = &db->counters[(int) StatKind::kMaxWaitUsecs];
-	uint64            seen = pg_atomic_read_u64(max);
-
-	pg_atomic_fetch_add_u64(&db->counters[(int) StatKind::kWaits], 1);
-	pg_atomic_fetch_add_u64(&db->counters[(int) StatKind::kWaitTimeUsecs], waited);
-	/* raise the maximum unless another backend raised it past ours */
-	while (waited > seen && !pg_atomic_compare_exchange_u64(max, &seen, waited))
-		;
-}
-
-bool
-StatsReset()
-{
-	if (!AttachShared())
-		return false;
-
-	DbShared *db = MyDbShared();
-
-	if (db == nullptr)
-		return true; /* no share (all taken): nothing is counted to reset */
-
-	/*
-	 * Counter by counter, like pg_stat_reset(): an event counted while the
-	 * reset runs lands before or after it, never half in a counter.
-	 */
-	for (int c = 0; c < (int) StatKind::kCount; c++)
-		pg_atomic_write_u64(&db->counters[c], 0);
-	pg_atomic_write_u64(&db->stats_reset, (uint64) GetCurrentTimestamp());
-	return true;
-}
-
-void
 StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char kind,
 				 TimestampTz granted_at)
 {
-	Registry *r = SharedRegistry();
+	Registry *r = registry;
 
 	if (r == nullptr)
 		return;
@@ -326,7 +363,7 @@ StatsRecordGrant(uint64 key, const char *name, int name_len, int64 token, char k
 void
 StatsRecordRelease(uint64 key)
 {
-	Registry *r = SharedRegistry();
+	Registry *r = registry;
 
 	if (r == nullptr)
 		return;
@@ -337,26 +374,6 @@ StatsRecordRelease(uint64 key)
 	if (RegistryIndex(r)[slot] >= 0)
 		RemoveAt(r, slot);
 	LWLockRelease(&r->lock);
-}
-
-void
-ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current)
-{
-	StatsCountRejected(StatKind::kStaleWrites);
-	ereport(LOG, (errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT
-						 ", current fence " INT64_FORMAT,
-						 where, ClipForMessage(resource), presented, current),
-				  errhidestmt(true)));
-}
-
-void
-ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs)
-{
-	StatsCount(StatKind::kLeaseTakeovers);
-	ereport(LOG, (errmsg("pg_fence: lease taken over after expiry: \"%s\" token " INT64_FORMAT
-						 " -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
-						 name, old_token, new_token, expired_usecs / 1000),
-				  errhidestmt(true)));
 }
 
 } /* namespace fence */

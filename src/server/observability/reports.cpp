@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * reports.cpp
+ *	  The LOG signals of stale writes and lease takeovers (stats.hpp), each
+ *	  also counted in fence.stats().  The lines are written with or without
+ *	  shared memory.
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/server/observability/reports.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "observability/stats.hpp"
+
+#include "pg/messages.hpp"
+
+namespace fence {
+
+void
+ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current)
+{
+	StatsCountRejected(StatKind::kStaleWrites);
+	ereport(LOG, (errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT
+						 ", current fence " INT64_FORMAT,
+						 where, ClipForMessage(resource), presented, current),
+				  errhidestmt(true)));
+}
+
+void
+ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs)
+{
+	StatsCount(StatKind::kLeaseTakeovers);
+	ereport(LOG, (errmsg("pg_fence: lease taken over after expiry: \"%s\" token " INT64_FORMAT
+						 " -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
+						 name, old_token, new_token, expired_usecs / 1000),
+				  errhidestmt(true)));
+}
+
+} /* namespace fence */
