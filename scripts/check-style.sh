@@ -10,7 +10,7 @@
 #      outside src/server/pg/boundary.hpp, the one place where C++ exceptions
 #      meet PostgreSQL's errors: a std:: object alive in a frame that a
 #      PostgreSQL ERROR longjmps through would never be destroyed
-#      (src/server/pg/boundary.hpp, STYLE.md P7).
+#      (src/server/pg/boundary.hpp; CONTRIBUTING.md, "House rules").
 #
 # Usage: scripts/check-style.sh [--fix]
 #   --fix   reformat the files in place instead of failing on them
