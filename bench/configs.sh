@@ -20,7 +20,7 @@
 # Environment: BENCH_SECONDS [4], BENCH_CLIENTS ["1 8"], BENCH_ROUNDS [3]
 # (best of), BENCH_CONFIGS ["preloaded extension"], BENCH_CONFIG_RESULTS
 # [bench/results-configs-pgMAJOR.md].  PG_CONFIG picks the server, as for
-# make test (results for 17 come from the trixie chroot: README "Benchmarks").
+# make test (results for 17 come from the trixie chroot: docs/benchmarks.md).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")

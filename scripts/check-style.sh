@@ -10,7 +10,7 @@
 #      outside src/server/pg/boundary.hpp, the one place where C++ exceptions
 #      meet PostgreSQL's errors: a std:: object alive in a frame that a
 #      PostgreSQL ERROR longjmps through would never be destroyed
-#      (src/server/pg/boundary.hpp, STYLE.md P7);
+#      (src/server/pg/boundary.hpp; CONTRIBUTING.md, "House rules");
 #   3. a wing of the server (src/server/<wing>/) includes only its own
 #      headers and those of lower wings (pg < tokens < observability <
 #      {locks, leases, writes} < {queue, once} < the top, src/server/*.cpp),

@@ -5,7 +5,7 @@
 # Usage: scripts/test-versions.sh [MAJOR...]     (what `make test-versions` runs)
 #   MAJOR: 15, 17 or 18; default FENCE_PG_VERSIONS, else "15 17 18".
 #
-# Where each server comes from (measured on Debian 12; README "Compatibility"):
+# Where each server comes from (measured on Debian 12; docs/compatibility.md):
 #   15  Debian 12's own packages, on this machine (scripts/install-deps.sh)
 #   17  Debian trixie's binary packages, in a debootstrap chroot
 #       (scripts/provision-trixie.sh; run with scripts/in-chroot.sh), built

@@ -1,4 +1,4 @@
--- Token epochs (one per timeline, like a Raft term; README "Tokens across
+-- Token epochs (one per timeline, like a Raft term; docs/failover.md "Tokens across
 -- failover"): the durable record of the epoch this database's tokens are
 -- being issued in, written (setval, flushed) before the first token of the
 -- epoch.  Sequences, not a table: a write is not undone by the rollback of

@@ -292,7 +292,7 @@ CheckAckedDurable(const Run &run)
 /*
  * Every grant beats every grant that completed before it was asked for:
  * one counter per database, and after a failover a new epoch above the
- * timeline it left (SPEC guarantees 2 and 3).  Over every grant a client
+ * timeline it left (docs/guarantees.md guarantees 2 and 3).  Over every grant a client
  * saw, in real time (client clock: invoke and complete bracket the
  * server's draw).
  */

@@ -2,8 +2,8 @@
  *
  * holdings.cpp
  *	  The chaos checker's properties of holdings (checks.hpp): who held a
- *	  name when, and that no two held it at once where the README says they
- *	  cannot.
+ *	  name when, and that no two held it at once where docs/guarantees.md says
+ *	  they cannot.
  *
  *   leases exclusive      per name, lease and leadership holdings never
  *                         overlap in server time: a holding runs from the

@@ -289,7 +289,7 @@ private:
 	/*
 	 * Renews a lease, a permit or a leadership; returns true while it is
 	 * still ours.  Half the time a leader renews by campaigning again,
-	 * which must return its own term (README, fence.campaign); a new term
+	 * which must return its own term (docs/elections.md, fence.campaign); a new term
 	 * instead (its leadership had expired and nobody took over) is recorded
 	 * as a grant and resigned at once.
 	 */

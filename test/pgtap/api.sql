@@ -91,8 +91,8 @@ SELECT is_empty($$
 	 WHERE c.oid = 'fence.token_seq'::regclass AND a.grantee = 0
 $$, 'the ACL of fence.token_seq grants PUBLIC nothing');
 
--- The allocator's bookkeeping sequences (0.2.0; README "Tokens across
--- failover"): the epoch claim, its lineage and the durable mark, dumped with
+-- The allocator's bookkeeping sequences (0.2.0; docs/tokens.md and
+-- docs/failover.md, "Tokens across failover"): the epoch claim, its lineage and the durable mark, dumped with
 -- the database and closed to PUBLIC.
 SELECT has_sequence('fence', s, format('sequence fence.%s exists', s))
   FROM unnest(ARRAY['token_epoch', 'token_lineage', 'token_lineage_db', 'token_mark']) AS s ORDER BY s;

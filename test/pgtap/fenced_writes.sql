@@ -17,7 +17,7 @@ SELECT function_returns('fence', 'fenced_update',
 SELECT is((SELECT pg_catalog.pg_get_function_arguments(
 	'fence.fenced_update(regclass, jsonb, bigint, jsonb, name, boolean, bigint)'::regprocedure)),
 	'rel regclass, key jsonb, token bigint, changes jsonb, fence_column name DEFAULT ''fence''::name, allow_equal boolean DEFAULT false, expect_fence bigint DEFAULT NULL::bigint',
-	'fenced_update: argument names and defaults as in SPEC.md');
+	'fenced_update: argument names and defaults as in docs/writes.md');
 SELECT isnt_definer('fence', 'fenced_update',
 	ARRAY['regclass', 'jsonb', 'bigint', 'jsonb', 'name', 'boolean', 'bigint']);
 SELECT function_privs_are('fence', 'fenced_update',

@@ -53,7 +53,7 @@ SELECT table_privs_are('fence', 'resources', 'public', ARRAY[]::text[]);
 SELECT ok((SELECT 'fence.resources'::regclass = ANY (extconfig) FROM pg_extension
             WHERE extname = 'pg_fence'), 'fence.resources is dumped by pg_dump');
 
--- fence.max_name_bytes(): the name limit (SPEC: 1024 bytes), from C
+-- fence.max_name_bytes(): the name limit (docs/README.md, conventions: 1024 bytes), from C
 SELECT has_function('fence', 'max_name_bytes', ARRAY[]::name[]);
 SELECT function_returns('fence', 'max_name_bytes', ARRAY[]::name[], 'integer');
 SELECT volatility_is('fence', 'max_name_bytes', ARRAY[]::name[], 'immutable');

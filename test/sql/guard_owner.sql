@@ -1,4 +1,4 @@
--- Only the owner fences a table (SPEC guarantee 12): a guard's state (its
+-- Only the owner fences a table (docs/guarantees.md guarantee 12): a guard's state (its
 -- marks) belongs to its table.  A role with no privilege on a guarded table
 -- copies its guard number from pg_trigger.tgargs onto a trigger of its own
 -- table: fence.guard_trigger refuses to run there (39P01), fence.unguard of

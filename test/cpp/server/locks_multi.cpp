@@ -3,7 +3,7 @@
  * server/locks_multi.cpp
  *	  Connection-bound locks seen from several real client connections.
  *
- * Guarantees checked (SPEC.md): 1 mutual exclusion, 2 monotonic tokens, 4 a
+ * Guarantees checked (docs/guarantees.md): 1 mutual exclusion, 2 monotonic tokens, 4 a
  * lock is free as soon as its session ends (client disconnect,
  * pg_terminate_backend).  Every test runs against the server named by libpq's
  * environment, in database fence_catch2 (created with pg_fence if missing).

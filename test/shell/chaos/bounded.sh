@@ -35,7 +35,7 @@ for replication in sync async; do
 	rc=$?
 	[ "$rc" -eq 0 ] || { echo "not ok - chaos run with $replication replication (exit $rc)"; fail=1; }
 done
-# The timeline of the async run, where make demo and the README point.
+# The timeline of the async run, where docs/chaos.md points.
 rm -rf test/chaos/out && mv test/chaos/out-async test/chaos/out 2>/dev/null
 rm -rf test/chaos/out-sync
 exit "$fail"

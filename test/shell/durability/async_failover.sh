@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # durability/async_failover.sh - tokens are never reissued after an
 # asynchronous standby is promoted, even when it missed the last tokens and
-# the old primary keeps granting (SPEC guarantee 3: epochs, one per timeline).
+# the old primary keeps granting (docs/guarantees.md guarantee 3: epochs, one per timeline, docs/failover.md).
 #
 #   1. an asynchronous standby streams from the throwaway cluster; tokens are
 #      granted and replayed;

@@ -2,7 +2,7 @@
 # durability/pitr_failover.sh - a point-in-time recovery starts a new
 # timeline: its tokens beat every token of the timeline it branched from,
 # including those issued after the recovery target, while that server keeps
-# granting (SPEC guarantee 3; token_epoch.hpp).
+# granting (docs/guarantees.md guarantee 3; token_epoch.hpp).
 #
 # WAL archiving to a directory; a base backup; tokens; the target LSN; more
 # tokens (which the recovered server never sees); the backup is recovered

@@ -2,7 +2,7 @@
 # durability/restore_epoch.sh - a copy of a database (pg_dump/restore into
 # the same cluster or another, CREATE DATABASE ... TEMPLATE) starts a new
 # epoch: its tokens beat every token its source hands out after the copy was
-# taken (SPEC guarantee 3; token_epoch.hpp, the rule for another lineage).
+# taken (docs/guarantees.md guarantee 3; token_epoch.hpp, the rule for another lineage).
 #
 #   1. a source database issues tokens and is dumped; then it issues 5000
 #      more (past the dumped fence.token_seq, and past the shared

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # durability/restore_failover.sh - tokens after pg_dump/restore into a fresh
 # cluster (a copy: a new lineage, timeline 1 again), and after a promotion of
-# that cluster's asynchronous standby that missed its first tokens (SPEC
+# that cluster's asynchronous standby that missed its first tokens (docs/guarantees.md
 # guarantee 3; token_epoch.hpp, the rule for a copy).
 #
 #   1. in the throwaway cluster, tokens are moved into a higher epoch by an

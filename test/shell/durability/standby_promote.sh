@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # durability/standby_promote.sh - no grants on a standby, and no token reissued after a
-# streaming standby is promoted (SPEC guarantees 3 and 10).
+# streaming standby is promoted (docs/guarantees.md guarantees 3 and 10).
 #
 # Makes a streaming standby of the throwaway cluster with pg_basebackup (as
 # the cluster's OS user), starts it on another port, and checks:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # durability/sync_wait.sh - a wait for a synchronous standby that is
-# cancelled, timed out or skipped never yields a token (SPEC guarantees 3
+# cancelled, timed out or skipped never yields a token (docs/guarantees.md guarantees 3
 # and 8), and a promoted synchronous standby reissues nothing.
 #
 # A standby streams from the throwaway cluster, named in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # durability/token_durability.sh - a fencing token a client has seen is never reissued
-# after a crash (SPEC guarantee 3; STYLE pitfall P17).
+# after a crash (docs/guarantees.md guarantee 3).
 #
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).  The server is
 # stopped with "pg_ctl stop -m immediate", which loses every WAL record still

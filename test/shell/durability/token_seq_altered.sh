@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # durability/token_seq_altered.sh - what an administrator can change about
 # fence.token_seq either keeps tokens correct or makes issuance fail loudly
-# (SPEC guarantees 2 and 3; README "Tokens across failover"):
+# (docs/guarantees.md guarantees 2 and 3; docs/tokens.md, "The token sequences"):
 #   1. INCREMENT 2, INCREMENT -1, CYCLE, CACHE 10, AS integer: after a restart
 #      (the counter starts anew) a grant raises 55000 and hands out nothing;
 #      put back, grants continue above every token seen;

@@ -20,7 +20,7 @@
 # passes (one spurious wake-up); polling: 10 or more.
 #
 # Skips (77) on 15/16: no named DSM segments there, so no queue without the
-# preload (README "lease_acquire": a waiter polls with that backoff).
+# preload (docs/leases.md, fence.lease_acquire: a waiter polls with that backoff).
 # Usage: bash test/shell/leases/wake_no_preload.sh   (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."

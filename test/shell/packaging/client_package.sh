@@ -7,7 +7,7 @@
 #   1. layout: make install-client DESTDIR=... puts the real shared library
 #      (soname libpg_fence_client.so.0.MINOR), its two links, the static
 #      library, the headers under include/pg_fence/, pg_fence.pc and the
-#      CMake package where the README says; make uninstall-client removes
+#      CMake package where docs/cpp-client.md says; make uninstall-client removes
 #      every file again;
 #   2. pkg-config: no -std= in the flags; <pg_fence/client.hpp> comes from
 #      the installed headers; examples/Makefile builds both examples against

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # packaging/dump_restore.sh - fencing tokens keep counting upwards after pg_dump and a
-# restore into a new database (SPEC guarantee 3; STYLE pitfall P14: the token
-# sequence is marked with pg_extension_config_dump, so its value is dumped).
+# restore into a new database (docs/guarantees.md guarantee 3; docs/security.md, "Dump and
+# restore": the token sequence is marked with pg_extension_config_dump, so its value is dumped).
 #
 # Issues a few tokens (session lock, transaction lock, one in a rolled-back
 # transaction, a lease when fence.leases exists, a leadership when

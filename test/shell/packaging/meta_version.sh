@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # packaging/meta_version.sh - the version is written once (pg_fence.control's
 # default_version); META.json, its "provides" entry and CHANGELOG.md must
-# agree with it (STYLE pitfall P13), and every install/upgrade script the
+# agree with it (CONTRIBUTING.md, "Versions and upgrades"), and every install/upgrade script the
 # Makefile builds or ships for it must exist.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."

@@ -3,7 +3,7 @@
 #
 # Starts its own throwaway cluster with shared_preload_libraries empty
 # (FENCE_PRELOAD= scripts/temp-cluster.sh; it works nested inside another
-# test cluster) and checks what README "Observability" promises:
+# test cluster) and checks what docs/observability.md and docs/settings.md promise:
 #   - locks and the guard trigger work;
 #   - fence.locks still lists connection-bound locks (from pg_locks) with
 #     pid and holder, but NULL name, kind, token and granted_at;

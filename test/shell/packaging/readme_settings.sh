@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# packaging/readme_settings.sh - README.md's commands that change a fence.*
-# setting work as written, in a fresh session of a server without
+# packaging/readme_settings.sh - the documentation's commands that change a
+# fence.* setting (README.md and docs/*.md; docs/settings.md above all) work
+# as written, in a fresh session of a server without
 # shared_preload_libraries (the case where no session has loaded pg_fence).
 #
-#   - every ```sql block of README.md that runs ALTER SYSTEM SET fence.* is
+#   - every ```sql block of the pages that runs ALTER SYSTEM SET fence.* is
 #     run as a whole with psql (ON_ERROR_STOP) in a new session, and a new
 #     session then sees the value it set;
 #   - every inline command `ALTER SYSTEM|DATABASE|ROLE ... SET fence.x = v`
 #     is run on its own the same way (database app exists);
-#   - README's claim about why the LOAD is there: a bare ALTER SYSTEM SET
+#   - docs/settings.md's claim about why the LOAD is there: a bare ALTER SYSTEM SET
 #     fence.notify in a session that has not loaded pg_fence fails with
 #     42704 before PostgreSQL 17 and succeeds from 17.
 # Starts its own throwaway cluster without the preload (nested, like
@@ -22,6 +23,7 @@ if [ -z "${FENCE_README_SETTINGS_INNER:-}" ]; then
 fi
 
 source test/shell/lib/check.sh
+pages=(README.md docs/*.md)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
@@ -52,19 +54,20 @@ reset_all
 
 # The blocks: block_N.sql for each ```sql block that runs ALTER SYSTEM SET fence.
 awk -v dir="$T" '
+	FNR == 1 { in_block = 0 }
 	in_block && /^```[[:space:]]*$/ { in_block = 0; close(file); next }
 	in_block { print > file; next }
-	/^```[[:space:]]*sql([[:space:]]|$)/ { n++; in_block = 1; file = dir "/block_" n ".sql"; printf "" > file; print n, NR > (dir "/all") }
-' README.md
+	/^```[[:space:]]*sql([[:space:]]|$)/ { n++; in_block = 1; file = dir "/block_" n ".sql"; printf "" > file; print n, FILENAME ":" FNR > (dir "/all") }
+' "${pages[@]}"
 blocks=()
 while read -r n line; do
 	grep -qiE 'ALTER SYSTEM SET fence\.' "$T/block_$n.sql" && blocks+=("$n:$line")
 done <"$T/all"
-check "README.md shows ALTER SYSTEM for a fence.* setting in a sql block" "yes" \
+check "docs show ALTER SYSTEM for a fence.* setting in a sql block" "yes" \
 	"$([ "${#blocks[@]}" -gt 0 ] && echo yes || echo no)"
 for b in "${blocks[@]}"; do
 	n=${b%%:*}
-	what="README.md:${b#*:}"
+	what=${b#*:}
 	sql=$(cat "$T/block_$n.sql")
 	out=$(psql -X -q -v ON_ERROR_STOP=1 -f "$T/block_$n.sql" 2>&1 >/dev/null)
 	check "$what runs as written in a session without pg_fence loaded" "" "$out"
@@ -76,8 +79,8 @@ for b in "${blocks[@]}"; do
 done
 
 # Inline commands, each on its own.
-mapfile -t inline < <(grep -oE '`ALTER (SYSTEM|DATABASE [a-z_]+|ROLE [a-z_]+) SET fence\.[^`]*`' README.md | tr -d '`' | sort -u)
-check "README.md shows inline ALTER ... SET fence.* commands" "yes" \
+mapfile -t inline < <(grep -ohE '`ALTER (SYSTEM|DATABASE [a-z_]+|ROLE [a-z_]+) SET fence\.[^`]*`' "${pages[@]}" | tr -d '`' | sort -u)
+check "docs show inline ALTER ... SET fence.* commands" "yes" \
 	"$([ "${#inline[@]}" -gt 0 ] && echo yes || echo no)"
 for sql in "${inline[@]}"; do
 	out=$(psql -X -q -v ON_ERROR_STOP=1 -c "$sql" 2>&1 >/dev/null)

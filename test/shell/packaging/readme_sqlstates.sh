@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# packaging/readme_sqlstates.sh - README.md documents every SQLSTATE the
+# packaging/readme_sqlstates.sh - the documentation lists every SQLSTATE the
 # server code raises and every setting it defines.
 #
 #   - each errcode(ERRCODE_...) in src/server/, turned
 #     into its SQLSTATE with PostgreSQL's utils/errcodes.h (and pg_fence's
-#     own MAKE_SQLSTATE definitions), appears in README's "SQLSTATEs" table
-#     (between <!-- section: errors --> and <!-- /section: errors -->);
-#   - each fence.* setting defined with DefineCustom*Variable appears in
-#     README's "Settings" table as a row of its own.
+#     own MAKE_SQLSTATE definitions), has a row in the table of
+#     docs/sqlstates.md (between <!-- section: errors --> and
+#     <!-- /section: errors -->);
+#   - each fence.* setting defined with DefineCustom*Variable in src/server/
+#     has a row of its own in the table of docs/settings.md.
 # Needs no server; pg_config (PG_CONFIG) locates the server headers.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -28,8 +29,10 @@ codes() {
 	cat "$hdr" $(find src/server -name "*.[ch]pp" | sort) |
 		sed -nE "s/^#define (ERRCODE_[A-Z0-9_]+)[[:space:]]+MAKE_SQLSTATE\('(.)', *'(.)', *'(.)', *'(.)', *'(.)'\).*/\1 \2\3\4\5\6/p"
 }
-table=$(sed -n '/<!-- section: errors -->/,/<!-- \/section: errors -->/p' README.md)
-[ -n "$table" ] || { echo "not ok - README.md has a SQLSTATEs section"; exit 1; }
+sqlstates=docs/sqlstates.md
+settings_page=docs/settings.md
+table=$(sed -n '/<!-- section: errors -->/,/<!-- \/section: errors -->/p' "$sqlstates")
+[ -n "$table" ] || { echo "not ok - $sqlstates has a SQLSTATEs section"; exit 1; }
 
 used=$(grep -rohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/server | sed -E 's/errcode\((.*)\)/\1/' | sort -u)
 n=0
@@ -41,19 +44,20 @@ for name in $used; do
 		continue
 	fi
 	n=$((n + 1))
-	grep -q "\`$state\`" <<<"$table" || missing+=("$state ($name)")
+	grep -qE "^\| \`$state\` \|" <<<"$table" || missing+=("$state ($name)")
 done
 check "the server code raises SQLSTATEs (found $n)" "yes" "$([ "$n" -ge 10 ] && echo yes || echo no)"
-check "every SQLSTATE raised in src/ is in README's SQLSTATEs table" "" "${missing[*]:-}"
+check "every SQLSTATE raised in src/server is a row of $sqlstates" "" "${missing[*]:-}"
 
 # the name is the first argument: on the call's line or the next one
-settings=$(grep -A1 -hE 'DefineCustom[A-Za-z]+Variable\(' src/*.cpp | grep -oE '"fence\.[a-z_]+"' | tr -d '"' | sort -u)
+settings=$(find src/server -name '*.cpp' -exec grep -A1 -hE 'DefineCustom[A-Za-z]+Variable\(' {} + |
+	grep -oE '"fence\.[a-z_]+"' | tr -d '"' | sort -u)
 m=0
 nosetting=()
 for g in $settings; do
 	m=$((m + 1))
-	grep -qE "^\| \`$g\` \|" README.md || nosetting+=("$g")
+	grep -qE "^\| \`$g\` \|" "$settings_page" || nosetting+=("$g")
 done
 check "the server code defines settings (found $m)" "yes" "$([ "$m" -ge 3 ] && echo yes || echo no)"
-check "every fence.* setting has a row in README's Settings table" "" "${nosetting[*]:-}"
+check "every fence.* setting has a row in $settings_page" "" "${nosetting[*]:-}"
 exit $fail

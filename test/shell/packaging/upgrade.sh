@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # packaging/upgrade.sh - the upgrade path gives the same extension as a fresh install
-# (STYLE 2.7).
+# (CONTRIBUTING.md, "Versions and upgrades").
 #
 # In one database: CREATE EXTENSION pg_fence VERSION '<oldest>' (0.1.0), then
 # ALTER EXTENSION pg_fence UPDATE, then call the API.  In another: a plain

@@ -17,7 +17,7 @@
 #     though SHOW still displays it there;
 #   - a session lock taken through the pooler belongs to the server
 #     connection: it outlives its client, and the next client of the pool
-#     "holds" it too (what README's "Connection poolers" warns about).
+#     "holds" it too (what docs/poolers.md warns about).
 # Usage: bash scripts/temp-cluster.sh bash test/shell/pooling/pgbouncer.sh
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
