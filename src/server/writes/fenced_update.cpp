@@ -58,7 +58,7 @@
 #include "tokens/fence_rule.hpp"
 #include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
-#include "tokens/presented_token.hpp"
+#include "writes/presented_token.hpp"
 #include "observability/stats.hpp"
 
 namespace fence {

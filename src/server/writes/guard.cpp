@@ -8,7 +8,7 @@
  * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
  * "fence_guard" that runs fence.guard_trigger('<fence column>') (guarded
  * with resource columns, BEFORE INSERT too, with more arguments: INSERTs
- * are checked against their resource's mark, src/server/writes/guard_insert.cpp).  For
+ * are checked against their resource's mark, src/server/writes/marks_check.cpp).  For
  * each updated or deleted row it finds the token the write presents:
  *
  *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
@@ -55,11 +55,11 @@
 #include "pg/boundary.hpp"
 #include "pg/compat.hpp"
 #include "tokens/fence_rule.hpp"
-#include "writes/guard_insert.hpp"
+#include "writes/marks_check.hpp"
 #include "writes/guard_registry.hpp"
 #include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
-#include "tokens/presented_token.hpp"
+#include "writes/presented_token.hpp"
 #include "observability/stats.hpp"
 
 extern "C" {
@@ -467,7 +467,7 @@ Guard(FunctionCallInfo fcinfo)
 	if (rel->rd_rel->relkind == RELKIND_RELATION && has_subclass(relid))
 		RequireChildrenGuarded(rel, column);
 
-	/* With resource columns, INSERTs are fenced too (guard_insert.hpp). */
+	/* With resource columns, INSERTs are fenced too (marks_check.hpp). */
 	List *args = list_make1(makeString(pstrdup(column)));
 	bool  inserts = !PG_ARGISNULL(2);
 	int64 guard_id = 0;

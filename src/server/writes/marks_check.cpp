@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * guard_insert.cpp
+ * marks_check.cpp
  *	  Guarded INSERTs: every row inserted into a table guarded with
  *	  resource_columns presents a fencing token not lower than the highest
  *	  token that has written a row of the same resource.
@@ -39,16 +39,16 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/writes/guard_insert.cpp
+ *	  src/server/writes/marks_check.cpp
  *
  *-------------------------------------------------------------------------
  */
-#include "writes/guard_insert.hpp"
+#include "writes/marks_check.hpp"
 
 #include "writes/insert_marks.hpp"
 #include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
-#include "tokens/presented_token.hpp"
+#include "writes/presented_token.hpp"
 #include "observability/stats.hpp"
 
 extern "C" {

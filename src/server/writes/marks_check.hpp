@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * guard_insert.hpp
+ * marks_check.hpp
  *	  Guarded INSERTs: the insert path of the guard trigger, and what
- *	  fence.guard / fence.unguard need for it (src/server/writes/guard_insert.cpp).
+ *	  fence.guard / fence.unguard need for it (src/server/writes/marks_check.cpp).
  *
  * The trigger "fence_guard" of a table guarded with resource_columns has
  * the arguments
@@ -18,7 +18,7 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/writes/guard_insert.hpp
+ *	  src/server/writes/marks_check.hpp
  *
  *-------------------------------------------------------------------------
  */

@@ -8,11 +8,11 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/tokens/presented_token.cpp
+ *	  src/server/writes/presented_token.cpp
  *
  *-------------------------------------------------------------------------
  */
-#include "tokens/presented_token.hpp"
+#include "writes/presented_token.hpp"
 
 namespace fence {
 

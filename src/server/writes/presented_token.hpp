@@ -17,7 +17,7 @@
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
- *	  src/server/tokens/presented_token.hpp
+ *	  src/server/writes/presented_token.hpp
  *
  *-------------------------------------------------------------------------
  */
