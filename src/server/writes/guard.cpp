@@ -33,6 +33,7 @@
 #include "pg/compat.hpp"
 #include "writes/marks_check.hpp"
 #include "writes/guard_registry.hpp"
+#include "writes/insert_marks.hpp"
 
 extern "C" {
 #include "catalog/dependency.h"
@@ -45,6 +46,8 @@ extern "C" {
 #include "commands/trigger.h"
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/typcache.h"
 }
 
 namespace fence {
@@ -168,6 +171,87 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind),
 					   RelationGetRelationName(rel));
 	return rel;
+}
+
+/* Resource columns at most: as many as an index key. */
+constexpr int kMaxResourceColumns = INDEX_MAX_KEYS;
+
+/*
+ * The resource column names of fence.guard's resource_columns argument,
+ * checked against rel (exist, distinct, not the fence column, not
+ * generated, hashable): a List of palloc'd C strings.
+ */
+List *
+CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns)
+{
+	Datum *elems;
+	bool  *nulls;
+	int    n;
+	List  *names = NIL;
+
+	if (ARR_NDIM(columns) > 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("resource_columns must be a one-dimensional array")));
+	deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("resource_columns is empty"),
+				 errhint("Pass NULL (the default) to guard only UPDATE and DELETE.")));
+	if (n > kMaxResourceColumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many resource columns: %d (at most %d)", n, kMaxResourceColumns)));
+
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("resource_columns must not contain NULL")));
+
+		const char *column = NameStr(*DatumGetName(elems[i]));
+		AttrNumber  attnum = get_attnum(RelationGetRelid(rel), column);
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+							errmsg("column \"%s\" of relation \"%s\" does not exist", column,
+								   RelationGetRelationName(rel))));
+		if (attnum < 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("system column \"%s\" cannot be a resource column", column)));
+		if (strcmp(column, fence_column) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the fence column \"%s\" cannot be a resource column", column),
+					 errhint("Resource columns name what a row belongs to, e.g. its stream.")));
+
+		ListCell *lc;
+
+		foreach (lc, names)
+			if (strcmp(static_cast<const char *>(lfirst(lc)), column) == 0)
+				ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+								errmsg("resource column \"%s\" is given more than once", column)));
+
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+		if (att->attgenerated != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("generated column \"%s\" cannot be a resource column", column),
+					 errdetail("Generated values are computed after the guard checks a row.")));
+
+		TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("resource column \"%s\" is of type %s, which has no extended hash function",
+						column, format_type_be(att->atttypid)),
+				 errhint(
+					 "Use a column of a hashable type (text, integer, uuid, ...) as resource column.")));
+		names = lappend(names, pstrdup(column));
+	}
+	return names;
 }
 
 /* fence.guard(rel regclass, fence_column name, resource_columns name[]) */

@@ -6,31 +6,29 @@
  *
  * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
  * "fence_guard" that runs fence.guard_trigger('<fence column>') (guarded
- * with resource columns, BEFORE INSERT too, with more arguments: INSERTs
- * are checked against their resource's mark, src/server/writes/marks_check.cpp).  For
- * each updated or deleted row it finds the token the write presents:
- *
- *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
- *	   presents the new value;
- *	 - otherwise (an UPDATE that leaves the fence column unchanged, any
- *	   DELETE) the write presents the token of a running fence.fenced_update
- *	   or fence.token set in the current transaction (TokenPresentedByWrite,
- *	   presented_token.hpp), and an UPDATE then stamps the row's fence with
- *	   it.
- *
- * The write goes ahead iff the row's fence accepts the token under the
+ * with resource columns, BEFORE INSERT too, with more arguments).  For each
+ * row it finds the token the write presents (TokenPresented,
+ * presented_token.hpp: an UPDATE that changes the fence column presents
+ * the new value; otherwise the token of a running fence.fenced_update or
+ * fence.token set in the current transaction, which an UPDATE then stamps
+ * into the row's fence), and checks it with the one fence check
+ * (CheckFence, fence_check.hpp): none raises FN003, a token this database
+ * never issued FN004, and then the row's fence must accept it under the
  * fence rule (fence_rule.hpp), with equal tokens allowed: the token is not
- * lower than the row's current fence, or the fence is NULL.  A lower token
- * raises FN001, none FN003, and a token this database never issued FN004
- * (RequireIssuedToken, issued_token.hpp, checked before the fence rule).
- * fence.fenced_update sets fence = token WHERE fence < token, so the rows
- * it changes present a higher token and pass.  The trigger runs once
- * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
- * UPDATE, MERGE) are checked row by row.
+ * lower than the row's current fence, or the fence is NULL; a lower token
+ * is reported and raises FN001.  fence.fenced_update sets fence = token
+ * WHERE fence < token, so the rows it changes present a higher token and
+ * pass (and their token's issued check, made by fenced_update, is not made
+ * again: fence_check.hpp).  The trigger runs once per row, so set-based
+ * writes (UPDATE ... FROM, CTEs, ON CONFLICT DO UPDATE, MERGE) are checked
+ * row by row.
  *
  * Guarded with resource columns, the trigger first checks that its guard
  * number (public, in pg_trigger.tgargs) is registered to its table
  * (guard_registry.hpp): fence.guard registers it after the owner check.
+ * Then every write also meets the marks of the resources it writes
+ * (marks_check.hpp): an INSERT only them, an UPDATE or DELETE after its
+ * row's fence.
  *
  * This file is PostgreSQL-style code: its frames hold only trivially
  * destructible locals; the SQL entry point runs it through fence::Entry.
@@ -46,13 +44,12 @@
 
 #include "pg/boundary.hpp"
 #include "pg/compat.hpp"
-#include "tokens/fence_rule.hpp"
-#include "writes/marks_check.hpp"
-#include "writes/guard_registry.hpp"
-#include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
+#include "tokens/fence_rule.hpp"
+#include "writes/fence_check.hpp"
+#include "writes/guard_registry.hpp"
+#include "writes/marks_check.hpp"
 #include "writes/presented_token.hpp"
-#include "observability/stats.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -61,9 +58,6 @@ extern "C" {
 #include "commands/trigger.h"
 #include "executor/spi.h"
 }
-
-#define ERRCODE_FENCE_STALE_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '1')
-#define ERRCODE_FENCE_NO_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '3')
 
 namespace fence {
 
@@ -103,79 +97,104 @@ RowDescription(Relation rel, HeapTuple tuple)
 	return ClipForMessage(desc);
 }
 
-void
-RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 current)
+/* The fence column of a row: its value, or NULL. */
+StoredFence
+FenceOf(HeapTuple row, int attnum, TupleDesc desc)
 {
-	char       *table = QualifiedName(rel);
-	const char *key = RowDescription(rel, row);
+	StoredFence f;
 
-	ReportStaleWrite("guard", psprintf("%s %s", table, key), presented, current);
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_STALE_TOKEN),
-		 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT
-				" of row %s in table %s",
-				presented, current, key, table),
-		 errdetail(
-			 "The %s was rejected: a guarded row accepts only writes whose token is not lower than its fence, and a newer lock holder has written it.",
-			 op),
-		 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
+	f.value = DatumGetInt64(heap_getattr(row, attnum, desc, &f.is_null));
+	return f;
+}
+
+/* row with token stored in its fence column (a new tuple). */
+HeapTuple
+StampFence(HeapTuple row, TupleDesc desc, int attnum, int64 token)
+{
+	int   cols[1] = {attnum};
+	Datum values[1] = {Int64GetDatum(token)};
+	bool  nulls[1] = {false};
+
+	return heap_modify_tuple_by_cols(row, desc, 1, cols, values, nulls);
+}
+
+/* A guarded row's fence, as met by an UPDATE or DELETE of it (fence_check.hpp). */
+struct RowFence
+{
+	TriggerData *td;
+	HeapTuple    row;    /* the row before the write */
+	StoredFence  stored; /* its fence */
+	WriteOp      op;
+};
+
+/* The row's rule: the fence rule in C, equal tokens allowed. */
+FenceOutcome
+ApplyRowFence(const Fence *fence, int64 token, int64 *current)
+{
+	const RowFence *r = static_cast<const RowFence *>(fence->state);
+
+	if (FenceAccepts(r->stored, token, kGuardAllowsEqual))
+		return FenceOutcome::kAccepted;
+	*current = r->stored.value;
+	return FenceOutcome::kStale;
+}
+
+RefusedWrite
+DescribeRow(const Fence *fence)
+{
+	const RowFence *r = static_cast<const RowFence *>(fence->state);
+	Relation        rel = r->td->tg_relation;
+
+	return RefusedWrite{FenceKind::kRow, WriteOpName(r->op), RowDescription(rel, r->row),
+						QualifiedName(rel), r->td->tg_trigger->tgargs[0]};
 }
 
 /*
- * No token: the write presents none (setting: why fence.token does not
- * supply one).  sets_null: an UPDATE that sets a non-NULL fence to NULL
- * (which presents no token, like an unchanged one).
+ * An UPDATE or DELETE of a guarded row: the one fence check of its token
+ * against the row's fence, then against its resources' marks; returns the
+ * row to write (an UPDATE's new row, stamped with the token when the row
+ * did not carry it).
  */
-void
-RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const char *column,
-			 TokenSettingState setting)
+HeapTuple
+GuardUpdateOrDelete(TriggerData *td, int64 guard_id, int attnum)
 {
-	char       *table = QualifiedName(rel);
-	const char *key = RowDescription(rel, row);
+	TupleDesc   desc = RelationGetDescr(td->tg_relation);
+	bool        is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+	WriteOp     op = is_update ? WriteOp::kUpdate : WriteOp::kDelete;
+	HeapTuple   old_row = td->tg_trigtuple;
+	HeapTuple   new_row = is_update ? td->tg_newtuple : nullptr;
+	StoredFence old_fence = FenceOf(old_row, attnum, desc);
+	StoredFence new_fence = is_update ? FenceOf(new_row, attnum, desc) : StoredFence{0, true};
 
-	StatsCountRejected(StatKind::kMissingTokens);
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_NO_TOKEN),
-		 errmsg("no fencing token presented for %s of row %s in table %s",
-				is_update ? "UPDATE" : "DELETE", key, table),
-		 setting == TokenSettingState::kSetInOtherTransaction
-			 ? errdetail(
-				   "fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
-		 : is_update && sets_null
-			 ? errdetail(
-				   "The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.",
-				   column)
-		 : is_update
-			 ? errdetail(
-				   "The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.",
-				   column)
-			 : errdetail("fence.token is not set in this transaction."),
-		 is_update
-			 ? errhint(
-				   "Set the fence column \"%s\" to the token in the UPDATE, or run SET LOCAL fence.token = <token> in the same transaction.",
-				   column)
-			 : errhint(
-				   "Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
+	PresentedToken p = TokenPresented(op, old_fence, new_fence);
+	FencedWrite    write = GuardedWrite(p, is_update ? "a guarded UPDATE" : "a guarded DELETE");
+	RowFence       row_fence = {td, old_row, old_fence, op};
+	Fence          fence = {"guard", true, ApplyRowFence, DescribeRow, &row_fence};
+
+	(void) CheckFence(&write, &fence);
+	CheckResourceMarks(&write, td, guard_id, op, old_row, new_row);
+
+	if (!is_update)
+		return old_row;
+	return p.from_row ? new_row : StampFence(new_row, desc, attnum, p.token);
 }
 
 /*
- * With resource columns, an UPDATE or DELETE is a write of its row's
- * resource (and an UPDATE that moves the row to another resource, of that
- * one too): the token must also pass, and raises, their marks.
+ * An INSERT into a table guarded with resource columns: the one fence
+ * check of its token against the new row's resource mark; returns the row
+ * to insert, stamped with the token when the row did not carry it.
  */
-void
-CheckResourceMarks(TriggerData *td, int64 guard_id, HeapTuple old_row, HeapTuple new_row,
-				   int64 token)
+HeapTuple
+GuardInsert(TriggerData *td, int64 guard_id, int attnum)
 {
-	if (!GuardsInserts(td->tg_trigger))
-		return;
-	const char *op = new_row != nullptr ? "UPDATE" : "DELETE";
+	TupleDesc      desc = RelationGetDescr(td->tg_relation);
+	HeapTuple      row = td->tg_trigtuple;
+	PresentedToken p =
+		TokenPresented(WriteOp::kInsert, StoredFence{0, true}, FenceOf(row, attnum, desc));
+	FencedWrite write = GuardedWrite(p, "a guarded INSERT");
 
-	CheckResourceMark(td, guard_id, old_row, token, op);
-	if (new_row != nullptr && !SameResource(td, old_row, new_row))
-		CheckResourceMark(td, guard_id, new_row, token, op);
+	CheckResourceMarks(&write, td, guard_id, WriteOp::kInsert, nullptr, row);
+	return p.from_row ? row : StampFence(row, desc, attnum, p.token);
 }
 
 /* The body of fence.guard_trigger(). */
@@ -229,60 +248,8 @@ GuardTrigger(FunctionCallInfo fcinfo)
 							   column, QualifiedName(rel))));
 
 	if (is_insert)
-		return PointerGetDatum(GuardInsertRow(td, guard_id, attnum));
-
-	HeapTuple   old_row = td->tg_trigtuple;
-	bool        old_null;
-	int64       current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
-	StoredFence fence = {current, old_null};
-
-	if (is_update)
-	{
-		HeapTuple new_row = td->tg_newtuple;
-		bool      new_null;
-		int64     fresh = DatumGetInt64(heap_getattr(new_row, attnum, tupdesc, &new_null));
-
-		/* The UPDATE changes the fence column: the new value is its token. */
-		if (!new_null && (old_null || fresh != current))
-		{
-			RequireIssuedToken(fresh, "a guarded UPDATE");
-			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
-				RaiseStale(rel, old_row, "UPDATE", fresh, current);
-			CheckResourceMarks(td, guard_id, old_row, new_row, fresh);
-			return PointerGetDatum(new_row);
-		}
-
-		/*
-		 * Otherwise the write presents its token (fenced_update's or
-		 * fence.token); stamp the row with it.
-		 */
-		int64             token;
-		TokenSettingState setting;
-
-		if (!TokenPresentedByWrite(&token, &setting))
-			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
-		RequireIssuedToken(token, "a guarded UPDATE");
-		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
-			RaiseStale(rel, old_row, "UPDATE", token, current);
-		CheckResourceMarks(td, guard_id, old_row, new_row, token);
-
-		int   cols[1] = {attnum};
-		Datum values[1] = {Int64GetDatum(token)};
-		bool  nulls[1] = {false};
-
-		return PointerGetDatum(heap_modify_tuple_by_cols(new_row, tupdesc, 1, cols, values, nulls));
-	}
-
-	int64             token;
-	TokenSettingState setting;
-
-	if (!TokenPresentedByWrite(&token, &setting))
-		RaiseNoToken(rel, old_row, false, false, column, setting);
-	RequireIssuedToken(token, "a guarded DELETE");
-	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
-		RaiseStale(rel, old_row, "DELETE", token, current);
-	CheckResourceMarks(td, guard_id, old_row, nullptr, token);
-	return PointerGetDatum(old_row);
+		return PointerGetDatum(GuardInsert(td, guard_id, attnum));
+	return PointerGetDatum(GuardUpdateOrDelete(td, guard_id, attnum));
 }
 
 } /* namespace */
@@ -292,7 +259,8 @@ GuardTrigger(FunctionCallInfo fcinfo)
 /*
  * fence.guard_trigger() RETURNS trigger
  *	 BEFORE UPDATE OR DELETE FOR EACH ROW; argument: the fence column.
- *	 Raises FN001 (stale token), FN003 (no token) and 39P01 (not run as the
+ *	 Raises FN001 (stale token), FN003 (no token), FN004 (a token never
+ *	 issued) and 39P01 (not run as the
  *	 trigger fence.guard installed; with resource columns, on a table its
  *	 guard number is not registered to).  Takes no locks of its own (with
  *	 resource columns: src/server/writes/insert_marks.cpp's).

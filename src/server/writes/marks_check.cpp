@@ -1,33 +1,34 @@
 /*-------------------------------------------------------------------------
  *
  * marks_check.cpp
- *	  Guarded INSERTs: every row inserted into a table guarded with
- *	  resource_columns presents a fencing token not lower than the highest
- *	  token that has written a row of the same resource.
+ *	  The resource-mark check of every write to a table guarded with
+ *	  resource_columns: the written row presents a fencing token not lower
+ *	  than the highest token that has written a row of the same resource,
+ *	  and raises that mark to it.
  *
  * An append-only table (an event log, a ledger, an outbox) has no row for
  * a zombie to overwrite; the fence it must respect is the resource's: the
  * values of its resource columns (e.g. the stream a log entry belongs to).
  * Its mark, the highest token that has written a row of that resource,
- * lives in fence.insert_marks under (guard number, resource hash).
+ * lives in fence.insert_marks under (guard number, resource hash).  Every
+ * write of such a table raises the mark of each resource it writes
+ * (WriteRaisesMark): an INSERT its new row's, a DELETE its old row's, an
+ * UPDATE its old row's and, when it moves the row to another resource, its
+ * new row's too.
  *
- * For each row, the BEFORE INSERT trigger
- *	 1. finds the row's token: its fence column when positive (tokens are
- *	    > 0, so NULL, 0 and a DEFAULT 0 present none; a negative value is
- *	    presented, and refused with FN004 below), else the token the
- *	    write presents (fence.token set in this transaction,
- *	    presented_token.hpp), which it then stores in the fence column;
- *	    A token above every token the database has issued is refused first
- *	    (FN004, issued_token.hpp);
- *	 2. hashes the resource columns, each with its type's extended hash
+ * For each such row, the guard trigger (guard_trigger.cpp) has found the
+ * token the write presents (presented_token.hpp); here, through the one
+ * fence check (CheckFence, fence_check.hpp: no token FN003, never issued
+ * FN004, once per write), the mark's rule:
+ *	 1. hashes the resource columns, each with its type's extended hash
  *	    function under the column's collation (values equal by the type's
  *	    equality hash alike; collisions merge two resources' marks, which
  *	    can only reject more, never accept a stale token);
- *	 3. locks the resource and compares the token with its mark: equal is
+ *	 2. locks the resource and compares the token with its mark: equal is
  *	    accepted (the same holder appending again: nothing is written,
  *	    and the backend's copy of the mark usually spares reading it),
- *	    higher raises the mark, none yet creates it, lower raises FN001
- *	    (RaiseMark, src/server/writes/insert_marks.cpp).
+ *	    higher raises the mark, none yet creates it, lower is reported and
+ *	    raises FN001 (RaiseMark, src/server/writes/insert_marks.cpp).
  * Writers of one resource serialize until they end, so a zombie's INSERT
  * that was not yet committed when a newer holder raised the mark either
  * commits first (and is ordered before it) or waits and is rejected.  A
@@ -45,36 +46,23 @@
  */
 #include "writes/marks_check.hpp"
 
-#include "writes/insert_marks.hpp"
-#include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
-#include "writes/presented_token.hpp"
-#include "observability/stats.hpp"
+#include "writes/guard.hpp"
+#include "writes/insert_marks.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/typcache.h"
 }
-
-#define ERRCODE_FENCE_STALE_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '1')
-#define ERRCODE_FENCE_NO_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '3')
 
 namespace fence {
 
 namespace {
-
-/* Resource columns at most: as many as an index key. */
-constexpr int kMaxResourceColumns = INDEX_MAX_KEYS;
 
 /* The column's number in rel, or an error naming the guard's broken argument. */
 int
@@ -155,169 +143,65 @@ ResourceDescription(TriggerData *td, HeapTuple row)
 	return ClipForMessage(psprintf("(%s)=(%s)", cols.data, vals.data));
 }
 
-char *
-TableName(Relation rel)
+/* The mark of one written row's resource, as a fence (fence_check.hpp). */
+struct MarkFence
 {
-	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
+	TriggerData *td;
+	int64        guard_id;
+	HeapTuple    row;
+	WriteOp      op;
+};
+
+/* The mark's rule: RaiseMark (insert_marks.hpp) accepts and raises, or refuses. */
+FenceOutcome
+ApplyMark(const Fence *fence, int64 token, int64 *current)
+{
+	const MarkFence *m = static_cast<const MarkFence *>(fence->state);
+
+	if (RaiseMark(m->guard_id, ResourceHash(m->td, m->row), token, current))
+		return FenceOutcome::kAccepted;
+	return FenceOutcome::kStale;
+}
+
+RefusedWrite
+DescribeMark(const Fence *fence)
+{
+	const MarkFence *m = static_cast<const MarkFence *>(fence->state);
+
+	return RefusedWrite{FenceKind::kResourceMark, WriteOpName(m->op),
+						ResourceDescription(m->td, m->row), QualifiedName(m->td->tg_relation),
+						m->td->tg_trigger->tgargs[0]};
+}
+
+/* The one fence check of write against the mark of row's resource. */
+void
+CheckMark(FencedWrite *write, TriggerData *td, int64 guard_id, WriteOp op, HeapTuple row)
+{
+	MarkFence m = {td, guard_id, row, op};
+	Fence     fence = {"guard", true, ApplyMark, DescribeMark, &m};
+
+	(void) CheckFence(write, &fence);
 }
 
 } /* namespace */
 
-void
-CheckResourceMark(TriggerData *td, int64 guard_id, HeapTuple row, int64 token, const char *op)
-{
-	Relation rel = td->tg_relation;
-	int64    stored;
-
-	if (RaiseMark(guard_id, ResourceHash(td, row), token, &stored))
-		return;
-
-	const char *resource = ResourceDescription(td, row);
-	char       *table = TableName(rel);
-
-	ReportStaleWrite("guard", psprintf("%s %s", table, resource), token, stored);
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_STALE_TOKEN),
-		 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT
-				" of resource %s in table %s",
-				token, stored, resource, table),
-		 errdetail(
-			 "The %s was rejected: a table guarded with resource columns accepts a write of a resource only with a token not lower than the highest that has written a row of it, and a newer lock holder has.",
-			 op),
-		 errhint("Acquire the lock again to obtain a new fencing token.")));
-}
-
 bool
-SameResource(TriggerData *td, HeapTuple a, HeapTuple b)
+WriteRaisesMark(const TriggerData *td)
 {
-	return ResourceHash(td, a) == ResourceHash(td, b);
+	return GuardsInserts(td->tg_trigger);
 }
 
-HeapTuple
-GuardInsertRow(TriggerData *td, int64 guard_id, int fence_attnum)
+void
+CheckResourceMarks(FencedWrite *write, TriggerData *td, int64 guard_id, WriteOp op,
+				   HeapTuple old_row, HeapTuple new_row)
 {
-	Relation  rel = td->tg_relation;
-	TupleDesc desc = RelationGetDescr(rel);
-	HeapTuple row = td->tg_trigtuple;
-	bool      isnull;
-	int64     own = DatumGetInt64(heap_getattr(row, fence_attnum, desc, &isnull));
-	int64     token;
-	bool      stamp = false;
-
-	/* 0 presents none (DEFAULT 0); a negative value is refused below (FN004) */
-	if (!isnull && own != 0)
-		token = own;
-	else
-	{
-		TokenSettingState setting;
-
-		if (!TokenPresentedByWrite(&token, &setting))
-		{
-			StatsCountRejected(StatKind::kMissingTokens);
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_FENCE_NO_TOKEN),
-				 errmsg("no fencing token presented for INSERT of resource %s into table %s",
-						ResourceDescription(td, row), TableName(rel)),
-				 setting == TokenSettingState::kSetInOtherTransaction
-					 ? errdetail(
-						   "fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
-					 : errdetail(
-						   "The new row's fence column \"%s\" is %s, which presents no token, and fence.token is not set in this transaction.",
-						   td->tg_trigger->tgargs[0], isnull ? "NULL" : "0"),
-				 errhint(
-					 "Put the token into the fence column \"%s\" of the new row, or run SET LOCAL fence.token = <token> in the same transaction.",
-					 td->tg_trigger->tgargs[0])));
-		}
-		stamp = true;
-	}
-
-	RequireIssuedToken(token, "a guarded INSERT");
-	CheckResourceMark(td, guard_id, row, token, "INSERT");
-
-	if (!stamp)
-		return row;
-
-	int   cols[1] = {fence_attnum};
-	Datum values[1] = {Int64GetDatum(token)};
-	bool  nulls[1] = {false};
-
-	return heap_modify_tuple_by_cols(row, desc, 1, cols, values, nulls);
-}
-
-List *
-CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns)
-{
-	Datum *elems;
-	bool  *nulls;
-	int    n;
-	List  *names = NIL;
-
-	if (ARR_NDIM(columns) > 1)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("resource_columns must be a one-dimensional array")));
-	deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("resource_columns is empty"),
-				 errhint("Pass NULL (the default) to guard only UPDATE and DELETE.")));
-	if (n > kMaxResourceColumns)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many resource columns: %d (at most %d)", n, kMaxResourceColumns)));
-
-	for (int i = 0; i < n; i++)
-	{
-		if (nulls[i])
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("resource_columns must not contain NULL")));
-
-		const char *column = NameStr(*DatumGetName(elems[i]));
-		AttrNumber  attnum = get_attnum(RelationGetRelid(rel), column);
-
-		if (attnum == InvalidAttrNumber)
-			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-							errmsg("column \"%s\" of relation \"%s\" does not exist", column,
-								   RelationGetRelationName(rel))));
-		if (attnum < 0)
-			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							errmsg("system column \"%s\" cannot be a resource column", column)));
-		if (strcmp(column, fence_column) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the fence column \"%s\" cannot be a resource column", column),
-					 errhint("Resource columns name what a row belongs to, e.g. its stream.")));
-
-		ListCell *lc;
-
-		foreach (lc, names)
-			if (strcmp(static_cast<const char *>(lfirst(lc)), column) == 0)
-				ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
-								errmsg("resource column \"%s\" is given more than once", column)));
-
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-
-		if (att->attgenerated != '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("generated column \"%s\" cannot be a resource column", column),
-					 errdetail("Generated values are computed after the guard checks a row.")));
-
-		TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_HASH_EXTENDED_PROC);
-
-		if (!OidIsValid(tc->hash_extended_proc))
-			ereport(
-				ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("resource column \"%s\" is of type %s, which has no extended hash function",
-						column, format_type_be(att->atttypid)),
-				 errhint(
-					 "Use a column of a hashable type (text, integer, uuid, ...) as resource column.")));
-		names = lappend(names, pstrdup(column));
-	}
-	return names;
+	if (!WriteRaisesMark(td))
+		return;
+	if (old_row != nullptr)
+		CheckMark(write, td, guard_id, op, old_row);
+	if (new_row != nullptr &&
+		(old_row == nullptr || ResourceHash(td, old_row) != ResourceHash(td, new_row)))
+		CheckMark(write, td, guard_id, op, new_row);
 }
 
 } /* namespace fence */

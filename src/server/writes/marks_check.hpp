@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * marks_check.hpp
- *	  Guarded INSERTs: the insert path of the guard trigger, and what
- *	  fence.guard / fence.unguard need for it (src/server/writes/marks_check.cpp).
+ *	  The resource-mark check of every write to a table guarded with
+ *	  resource_columns (src/server/writes/marks_check.cpp), and the guard
+ *	  trigger's arguments that name the resource.
  *
  * The trigger "fence_guard" of a table guarded with resource_columns has
  * the arguments
@@ -24,12 +25,12 @@
  */
 #pragma once
 
-#include "writes/insert_marks.hpp"
 #include "pg/pg.hpp"
+#include "writes/fence_check.hpp"
+#include "writes/presented_token.hpp"
 
 extern "C" {
 #include "commands/trigger.h"
-#include "utils/array.h"
 }
 
 namespace fence {
@@ -38,7 +39,7 @@ namespace fence {
 constexpr int kGuardIdArg = 1;
 constexpr int kFirstResourceArg = 2;
 
-/* Does this trigger (fence.guard's) fence INSERTs? */
+/* Does this trigger (fence.guard's) name resource columns, and so fence INSERTs too? */
 inline bool
 GuardsInserts(const Trigger *t)
 {
@@ -46,31 +47,24 @@ GuardsInserts(const Trigger *t)
 }
 
 /*
- * The BEFORE INSERT body for one row of the table whose guard number
- * guard_id is (RegisteredGuardId, guard_registry.hpp): finds the token the row presents,
- * checks it against its resource's mark and raises the mark to it, and
- * returns the row to insert (with fence.token stamped into the fence
- * column when the row presented none of its own).  FN001 / FN003.
+ * Does a write that fires this guard trigger raise its resource's mark?
+ * Every write (INSERT, UPDATE, DELETE) of a table guarded with resource
+ * columns does.
  */
-HeapTuple GuardInsertRow(TriggerData *td, int64 guard_id, int fence_attnum);
+bool WriteRaisesMark(const TriggerData *td);
 
 /*
- * On a table guarded with resource columns, guard number guard_id
- * (RegisteredGuardId): checks `token` against the mark of `row`'s resource and raises the mark to it (FN001 if lower).
- * The UPDATE and DELETE paths call it too, after the row's own fence has
- * accepted the token: a write of any row counts for its resource.  `op`
- * names the write in the message ("INSERT", "UPDATE", "DELETE").
+ * If the write raises marks (WriteRaisesMark), checks its token against
+ * the mark of each resource it writes, through the one fence check
+ * (CheckFence; FN003 for an INSERT without a token, FN004, FN001 if lower),
+ * and raises the marks to it: new_row's for an INSERT (old_row nullptr),
+ * old_row's for a DELETE (new_row nullptr), and for an UPDATE old_row's
+ * and, when the UPDATE moves the row to another resource, new_row's too.
+ * guard_id is the table's guard number (RegisteredGuardId,
+ * guard_registry.hpp).  An UPDATE or DELETE calls it after the row's own
+ * fence has accepted the token.
  */
-void CheckResourceMark(TriggerData *td, int64 guard_id, HeapTuple row, int64 token, const char *op);
-
-/* Do two rows of the table belong to the same resource (same resource hash)? */
-bool SameResource(TriggerData *td, HeapTuple a, HeapTuple b);
-
-/*
- * The resource column names of fence.guard's resource_columns argument,
- * checked against rel (exist, distinct, not the fence column, not
- * generated, hashable): a List of palloc'd C strings.
- */
-List *CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns);
+void CheckResourceMarks(FencedWrite *write, TriggerData *td, int64 guard_id, WriteOp op,
+						HeapTuple old_row, HeapTuple new_row);
 
 } /* namespace fence */
