@@ -85,5 +85,7 @@ SELECT id, stream, fence FROM fc_log ORDER BY id;
 
 SELECT stale_writes_rejected - :stale0 AS stale_writes_counted FROM fence.stats();
 
+-- unguard drops fc_log's marks (a DROP TABLE would leave them)
+SELECT fence.unguard('fc_log');
 DROP TABLE fc_acct, fc_log;
 DROP FUNCTION fc_require_issued();
