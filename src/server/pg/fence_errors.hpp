@@ -15,9 +15,10 @@
  *	         higher than every token this database has issued
  *	         (RaiseNonPositiveToken, RaiseTokenNotIssued)
  *
- * docs/guarantees.md says which write path raises which.  The write paths
- * reach FN001, FN003 and FN004 through one check (writes/fence_check.hpp),
- * which counts and logs a refusal before it raises.
+ * The documentation's SQLSTATEs table says which call raises which.  The
+ * write paths reach FN001, FN003 and FN004 through one check
+ * (writes/fence_check.hpp), which counts and logs a refusal before it
+ * raises.
  *
  * PostgreSQL-style code: the Raise* functions raise ERROR (longjmp); call
  * them where no C++ object is alive.
