@@ -13,7 +13,7 @@
 -- (each with the column's collation), so values equal under their type's
 -- equality share one mark; two resources whose hashes collide share one
 -- mark too, which can only reject more writes, never let a stale one in.
--- Written only by the guard trigger (src/server/writes/guard_insert.cpp), as the owner of
+-- Written only by the guard trigger (src/server/writes/marks_check.cpp), as the owner of
 -- this table; nobody else may read or write it.
 CREATE TABLE fence.insert_marks (
     guard_id      bigint NOT NULL,

@@ -14,6 +14,7 @@
  */
 #include "tokens/issued_token.hpp"
 
+#include "pg/fence_errors.hpp"
 #include "tokens/tokens.hpp"
 
 extern "C" {
@@ -51,14 +52,7 @@ RequireIssuedToken(int64 token, const char *where)
 {
 	/* No database issues these: refused whatever fence.require_issued_tokens says. */
 	if (token <= 0)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_FENCE_TOKEN_NOT_ISSUED),
-			 errmsg("fencing token " INT64_FORMAT " was never issued", token),
-			 errdetail(
-				 "It was presented by %s. Fencing tokens are greater than zero: zero or a negative number is never a lock holder's token.",
-				 where),
-			 errhint("Present the token returned by a lock or lease function.")));
+		RaiseNonPositiveToken(token, where);
 	if (!require_issued_tokens)
 		return;
 
@@ -76,17 +70,7 @@ RequireIssuedToken(int64 token, const char *where)
 	}
 	if (token <= bound)
 		return;
-
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_TOKEN_NOT_ISSUED),
-		 errmsg("fencing token " INT64_FORMAT " was never issued by this database", token),
-		 errdetail(
-			 "It was presented by %s. The highest token this database has issued is " INT64_FORMAT
-			 "; a fence that stored a higher one would refuse every later holder.",
-			 where, bound),
-		 errhint(
-			 "Present the token returned by a lock or lease function of this database. If this resource is fenced with tokens issued by another database, a superuser can turn off fence.require_issued_tokens.")));
+	RaiseTokenNotIssued(token, where, bound);
 }
 
 } /* namespace fence */

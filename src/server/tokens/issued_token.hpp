@@ -8,16 +8,11 @@
  * token higher than every token ever issued, once stored in a fence, would
  * refuse every real holder of that resource for good: one
  * fence.advance(r, 9223372036854775807), or SET LOCAL fence.token to it
- * before an UPDATE of a guarded row, would be enough.  Every path that
- * presents a token to a fence therefore calls RequireIssuedToken first:
- *
- *	 - fence.fenced_update (its token argument);
- *	 - the guard trigger (the new fence value, or the token of a running
- *	   fenced_update, or fence.token);
- *	 - fence.advance (its token argument);
- *
- * and a new write path (e.g. a guarded INSERT) calls it where it has
- * determined the token its write presents, before the fence rule.
+ * before an UPDATE of a guarded row, would be enough.  So every write
+ * that presents a token to a fence has it checked here first, once per
+ * write, by the one fence check of the write paths (CheckFence,
+ * writes/fence_check.hpp): fence.fenced_update, fence.advance, and the
+ * guard trigger's UPDATE, DELETE and INSERT.
  *
  * The bound is HighestIssuedToken() (tokens.hpp): shared memory where the
  * token counter lives, else the token sequence's page; each backend
@@ -39,16 +34,13 @@
 
 #include "pg/pg.hpp"
 
-/* FN004: a token higher than every token this database has issued. */
-#define ERRCODE_FENCE_TOKEN_NOT_ISSUED MAKE_SQLSTATE('F', 'N', '0', '0', '4')
-
 namespace fence {
 
 /* Define the setting fence.require_issued_tokens (from _PG_init). */
 void InitIssuedTokenCheck();
 
 /*
- * Raise FN004 if token is higher than every token this database has issued
+ * Raise FN004 (pg/fence_errors.hpp) if token is higher than every token this database has issued
  * (unless fence.require_issued_tokens is off).  where names the write path
  * for the message: "fence.fenced_update", "fence.advance", "guarded UPDATE
  * of table public.t"...  PostgreSQL-style (raises ERROR); takes no lock

@@ -2,7 +2,7 @@
  *
  * token_setting.hpp
  *	  The setting fence.token: the fencing token that a plain UPDATE or
- *	  DELETE of a guarded table presents (see presented_token.hpp).
+ *	  DELETE of a guarded table presents (see writes/presented_token.hpp).
  *
  * fence.token counts only in the transaction that set it.  Each value of the
  * setting remembers the local transaction id (PGPROC lxid) of the

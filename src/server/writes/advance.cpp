@@ -8,7 +8,9 @@
  *
  *	 INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE stored <= presented
  *
- * whose WHERE is the fence rule (fence_rule.hpp) with equal tokens allowed.
+ * whose WHERE is the fence rule (fence_rule.hpp) with equal tokens allowed,
+ * applied through the one fence check of the write paths (CheckFence,
+ * fence_check.hpp: the issued check FN004 first, a stale token reported).
  * ON CONFLICT locks the resource's row (or waits for a concurrent inserter
  * to finish), so concurrent calls for one resource serialize: of two calls
  * with tokens 11 and 10, the one applied second sees the first's token.
@@ -27,8 +29,7 @@
 #include "pg/args.hpp"
 #include "pg/boundary.hpp"
 #include "tokens/fence_rule.hpp"
-#include "tokens/issued_token.hpp"
-#include "observability/stats.hpp"
+#include "writes/fence_check.hpp"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -55,19 +56,26 @@ AdvanceSql()
 					FenceConditionSql("r.token", "excluded.token", kAdvanceAllowsEqual));
 }
 
-Datum
-Advance(FunctionCallInfo fcinfo)
+/* A resource of fence.resources, as a fence (fence_check.hpp). */
+struct ResourceFence
 {
-	NameArg resource = GetNameArg(fcinfo, 0, "resource");
-	int64   token = GetInt64Arg(fcinfo, 1, "token");
+	NameArg resource;
+};
 
-	RequireIssuedToken(token, "fence.advance");
-
-	text *name = cstring_to_text_with_len(resource.data, resource.len);
-	Oid   types[2] = {TEXTOID, INT8OID};
-	Datum values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
-	bool  applied;
-	int64 stored = 0;
+/*
+ * The rule of fence.advance, applied by its INSERT ... ON CONFLICT DO
+ * UPDATE ... WHERE: kAccepted (the token stored) or kStale with the stored
+ * token.
+ */
+FenceOutcome
+ApplyAdvance(const Fence *fence, int64 token, int64 *current)
+{
+	const ResourceFence *r = static_cast<const ResourceFence *>(fence->state);
+	text                *name = cstring_to_text_with_len(r->resource.data, r->resource.len);
+	Oid                  types[2] = {TEXTOID, INT8OID};
+	Datum                values[2] = {PointerGetDatum(name), Int64GetDatum(token)};
+	bool                 applied;
+	int64                stored = 0;
 
 	SPI_connect();
 
@@ -93,9 +101,31 @@ Advance(FunctionCallInfo fcinfo)
 	}
 	SPI_finish();
 
-	if (!applied)
-		ReportStaleWrite("advance", quote_literal_cstr(NameCString(resource)), token, stored);
-	PG_RETURN_BOOL(applied);
+	if (applied)
+		return FenceOutcome::kAccepted;
+	*current = stored;
+	return FenceOutcome::kStale;
+}
+
+/* The stale write's report names the resource, quoted. */
+RefusedWrite
+DescribeAdvance(const Fence *fence)
+{
+	const ResourceFence *r = static_cast<const ResourceFence *>(fence->state);
+
+	return RefusedWrite{FenceKind::kResource, "advance",
+						quote_literal_cstr(NameCString(r->resource)), nullptr, nullptr};
+}
+
+Datum
+Advance(FunctionCallInfo fcinfo)
+{
+	ResourceFence r = {GetNameArg(fcinfo, 0, "resource")};
+	int64         token = GetInt64Arg(fcinfo, 1, "token");
+	FencedWrite   write = CallWrite(token, "fence.advance");
+	Fence         fence = {"advance", false, ApplyAdvance, DescribeAdvance, &r};
+
+	PG_RETURN_BOOL(CheckFence(&write, &fence));
 }
 
 } /* namespace */

@@ -9,8 +9,9 @@
  *						  allow_equal boolean DEFAULT false,
  *						  expect_fence bigint DEFAULT NULL) RETURNS boolean
  *
- * refuses a token this database never issued (FN004, issued_token.hpp) and
- * runs, as the caller (SECURITY INVOKER: privileges and row-level security
+ * refuses a token this database never issued (FN004, through the one fence
+ * check of the write paths, CheckFence, fence_check.hpp) and runs, as the
+ * caller (SECURITY INVOKER: privileges and row-level security
  * apply), the one statement
  *
  *	  UPDATE rel SET <changes>, fence_column = token
@@ -55,11 +56,10 @@
 
 #include "pg/args.hpp"
 #include "pg/boundary.hpp"
-#include "tokens/fence_rule.hpp"
-#include "tokens/issued_token.hpp"
 #include "pg/messages.hpp"
-#include "tokens/presented_token.hpp"
-#include "observability/stats.hpp"
+#include "tokens/fence_rule.hpp"
+#include "writes/fence_check.hpp"
+#include "writes/presented_token.hpp"
 
 namespace fence {
 
@@ -251,12 +251,14 @@ ReportLostRace(const char *resource, int64 expect, int64 current, int64 token)
  * (21000), a NULL fence (22004), or a row whose fence accepts the token
  * (the fence rule, fence_rule.hpp) and equals expect_fence (if given) but
  * that the UPDATE could not see (P0002 with a detail) raise an error; a
- * stale token is reported (counted and logged) and so is a lost race (a
- * fence that accepts the token but is no longer the expected one); the call
- * then returns false.
+ * lost race (a fence that accepts the token but is no longer the expected
+ * one) is logged here (kNotApplied); a stale token is kStale, with the
+ * row's fence in *stale_fence, which CheckFence reports (counted and
+ * logged).  The call then returns false.
  */
-void
-ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, int64 expect, Datum *values, char *nulls)
+FenceOutcome
+ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, int64 expect, Datum *values, char *nulls,
+				  int64 *stale_fence)
 {
 	int   nrows;
 	int64 current;
@@ -278,7 +280,7 @@ ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, int64 expect, Datum *va
 	if (FenceAccepts({current, false}, token, e->allow_equal) && e->has_expect && current != expect)
 	{
 		ReportLostRace(psprintf("%s %s", e->qualname, KeyText(key)), expect, current, token);
-		return;
+		return FenceOutcome::kNotApplied;
 	}
 	if (FenceAccepts({current, false}, token, e->allow_equal))
 		ereport(
@@ -287,45 +289,79 @@ ExplainNotApplied(PlanEntry *e, Jsonb *key, int64 token, int64 expect, Datum *va
 			 errmsg("no row of relation \"%s\" matches key %s", e->relname, KeyText(key)),
 			 errdetail(
 				 "A row with this key is visible but could not be updated: row-level security hides it from UPDATE, or it was changed concurrently.")));
-
-	char *resource = psprintf("%s %s", e->qualname, KeyText(key));
-
-	ReportStaleWrite("fenced_update", resource, token, current);
+	*stale_fence = current;
+	return FenceOutcome::kStale;
 }
 
-/* The body of fence.fenced_update. */
-Datum
-FencedUpdate(FunctionCallInfo fcinfo)
+/* The row a call of fence.fenced_update writes, as a fence (fence_check.hpp). */
+struct UpdateFence
 {
 	UpdateRequest req;
 	Jsonb        *key;
-	int64         token;
 	int64         expect;
+	const char   *qualname; /* of a stale write, set by ApplyUpdate */
+};
 
-	ReadArguments(fcinfo, &req, &key, &token, &expect);
-	RequireIssuedToken(token, "fence.fenced_update");
+/*
+ * The rule of fence.fenced_update, applied by its UPDATE's WHERE: prepare,
+ * bind and run the UPDATE, and check its outcome (kStale and the row's
+ * fence when the token is stale).
+ */
+FenceOutcome
+ApplyUpdate(const Fence *fence, int64 token, int64 *current)
+{
+	UpdateFence  *u = static_cast<UpdateFence *>(fence->state);
+	MemoryContext caller = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	PlanEntry *e = GetPlanEntry(&req);
-	Datum     *values;
-	char      *nulls;
+	PlanEntry   *e = GetPlanEntry(&u->req);
+	Datum       *values;
+	char        *nulls;
+	FenceOutcome outcome = FenceOutcome::kAccepted;
 
-	BindParameters(e, &req, token, expect, &values, &nulls);
+	BindParameters(e, &u->req, token, u->expect, &values, &nulls);
 
 	uint64 updated = RunUpdate(e, token, values, nulls);
 
 	if (updated > 1)
-		RaiseNotUnique(e, key);
+		RaiseNotUnique(e, u->key);
 	else if (updated == 1)
-		RequireOnlyMatch(e, key, values, nulls);
+		RequireOnlyMatch(e, u->key, values, nulls);
 	else
-		ExplainNotApplied(e, key, token, expect, values, nulls);
+		outcome = ExplainNotApplied(e, u->key, token, u->expect, values, nulls, current);
+	if (outcome == FenceOutcome::kStale)
+		u->qualname = MemoryContextStrdup(caller, e->qualname); /* for DescribeUpdate */
 
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
-	return BoolGetDatum(updated == 1);
+	return outcome;
+}
+
+/* The stale write's report names "schema.table key". */
+RefusedWrite
+DescribeUpdate(const Fence *fence)
+{
+	const UpdateFence *u = static_cast<const UpdateFence *>(fence->state);
+
+	return RefusedWrite{FenceKind::kRow, "UPDATE", KeyText(u->key), u->qualname, u->req.fence.name};
+}
+
+/* The body of fence.fenced_update: the one fence check of its token. */
+Datum
+FencedUpdate(FunctionCallInfo fcinfo)
+{
+	UpdateFence u;
+	int64       token;
+
+	u.qualname = nullptr;
+	ReadArguments(fcinfo, &u.req, &u.key, &token, &u.expect);
+
+	FencedWrite write = CallWrite(token, "fence.fenced_update");
+	Fence       fence = {"fenced_update", false, ApplyUpdate, DescribeUpdate, &u};
+
+	return BoolGetDatum(CheckFence(&write, &fence));
 }
 
 } /* namespace */

@@ -1,37 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * guard.cpp
- *	  Fenced writes for every client: the guard trigger function
- *	  fence.guard_trigger(), and fence.guard / fence.unguard, which install
- *	  and remove it.
+ *	  fence.guard and fence.unguard: install and remove the guard trigger
+ *	  (guard_trigger.cpp) of a table.
  *
- * A guarded table has a BEFORE UPDATE OR DELETE FOR EACH ROW trigger named
- * "fence_guard" that runs fence.guard_trigger('<fence column>') (guarded
- * with resource columns, BEFORE INSERT too, with more arguments: INSERTs
- * are checked against their resource's mark, src/server/writes/guard_insert.cpp).  For
- * each updated or deleted row it finds the token the write presents:
- *
- *	 - an UPDATE that changes the fence column's value (to a non-NULL value)
- *	   presents the new value;
- *	 - otherwise (an UPDATE that leaves the fence column unchanged, any
- *	   DELETE) the write presents the token of a running fence.fenced_update
- *	   or fence.token set in the current transaction (TokenPresentedByWrite,
- *	   presented_token.hpp), and an UPDATE then stamps the row's fence with
- *	   it.
- *
- * The write goes ahead iff the row's fence accepts the token under the
- * fence rule (fence_rule.hpp), with equal tokens allowed: the token is not
- * lower than the row's current fence, or the fence is NULL.  A lower token
- * raises FN001, none FN003, and a token this database never issued FN004
- * (RequireIssuedToken, issued_token.hpp, checked before the fence rule).
- * fence.fenced_update sets fence = token WHERE fence < token, so the rows
- * it changes present a higher token and pass.  The trigger runs once
- * per row, so set-based writes (UPDATE ... FROM, CTEs, ON CONFLICT DO
- * UPDATE, MERGE) are checked row by row.
- *
- * Guarded with resource columns, the trigger first checks that its guard
- * number (public, in pg_trigger.tgargs) is registered to its table
- * (guard_registry.hpp): fence.guard registers it after the owner check.
+ * fence.guard creates the trigger "fence_guard", BEFORE UPDATE OR DELETE
+ * FOR EACH ROW (and INSERT, with resource columns), running
+ * fence.guard_trigger('<fence column>' [, guard number, resource columns]).
+ * Guarded with resource columns, it draws a guard number and registers it
+ * to the table (guard_registry.hpp) after the owner check.
  *
  * A row trigger runs only on the table that holds the row: a partitioned
  * table's trigger is cloned to its partitions, but an inheritance parent's
@@ -54,17 +31,11 @@
 #include "pg/args.hpp"
 #include "pg/boundary.hpp"
 #include "pg/compat.hpp"
-#include "tokens/fence_rule.hpp"
-#include "writes/guard_insert.hpp"
+#include "writes/marks_check.hpp"
 #include "writes/guard_registry.hpp"
-#include "tokens/issued_token.hpp"
-#include "pg/messages.hpp"
-#include "tokens/presented_token.hpp"
-#include "observability/stats.hpp"
+#include "writes/insert_marks.hpp"
 
 extern "C" {
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "catalog/dependency.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_inherits.h"
@@ -73,241 +44,15 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/typcache.h"
 }
-
-#define ERRCODE_FENCE_STALE_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '1')
-#define ERRCODE_FENCE_NO_TOKEN MAKE_SQLSTATE('F', 'N', '0', '0', '3')
 
 namespace fence {
 
 namespace {
-
-/* A guarded row accepts its own fence's token again (fence_rule.hpp). */
-constexpr bool kGuardAllowsEqual = true;
-
-/* "schema.table", quoted as needed (palloc'd). */
-char *
-QualifiedName(Relation rel)
-{
-	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-}
-
-/*
- * The row's key for messages: its primary key values, "(id)=(42)", when the
- * table has one and the user may see them (BuildIndexValueDescription
- * checks column privileges and row-level security), else "ctid (0,1)".
- * Clipped: key values can be kilobytes long.
- */
-const char *
-RowDescription(Relation rel, HeapTuple tuple)
-{
-	char *desc = nullptr;
-	Oid   pk = compat::PrimaryKeyIndex(rel);
-
-	if (OidIsValid(pk))
-	{
-		Relation idx = index_open(pk, AccessShareLock);
-		int      nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
-		Datum    values[INDEX_MAX_KEYS];
-		bool     isnull[INDEX_MAX_KEYS];
-
-		for (int i = 0; i < nkeys; i++)
-			values[i] = heap_getattr(tuple, idx->rd_index->indkey.values[i], RelationGetDescr(rel),
-									 &isnull[i]);
-		desc = BuildIndexValueDescription(idx, values, isnull);
-		index_close(idx, AccessShareLock);
-	}
-	if (desc == nullptr)
-		desc = psprintf("ctid (%u,%u)", ItemPointerGetBlockNumberNoCheck(&tuple->t_self),
-						(unsigned) ItemPointerGetOffsetNumberNoCheck(&tuple->t_self));
-	return ClipForMessage(desc);
-}
-
-void
-RaiseStale(Relation rel, HeapTuple row, const char *op, int64 presented, int64 current)
-{
-	char       *table = QualifiedName(rel);
-	const char *key = RowDescription(rel, row);
-
-	ReportStaleWrite("guard", psprintf("%s %s", table, key), presented, current);
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_STALE_TOKEN),
-		 errmsg("fencing token " INT64_FORMAT " is older than the fence " INT64_FORMAT
-				" of row %s in table %s",
-				presented, current, key, table),
-		 errdetail(
-			 "The %s was rejected: a guarded row accepts only writes whose token is not lower than its fence, and a newer lock holder has written it.",
-			 op),
-		 errhint("Acquire the lock again to obtain a new fencing token, then re-read the row.")));
-}
-
-/*
- * No token: the write presents none (setting: why fence.token does not
- * supply one).  sets_null: an UPDATE that sets a non-NULL fence to NULL
- * (which presents no token, like an unchanged one).
- */
-void
-RaiseNoToken(Relation rel, HeapTuple row, bool is_update, bool sets_null, const char *column,
-			 TokenSettingState setting)
-{
-	char       *table = QualifiedName(rel);
-	const char *key = RowDescription(rel, row);
-
-	StatsCountRejected(StatKind::kMissingTokens);
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_FENCE_NO_TOKEN),
-		 errmsg("no fencing token presented for %s of row %s in table %s",
-				is_update ? "UPDATE" : "DELETE", key, table),
-		 setting == TokenSettingState::kSetInOtherTransaction
-			 ? errdetail(
-				   "fence.token was set in an earlier transaction; it counts only in the transaction that set it.")
-		 : is_update && sets_null
-			 ? errdetail(
-				   "The UPDATE sets the fence column \"%s\" to NULL, which presents no token, and fence.token is not set in this transaction.",
-				   column)
-		 : is_update
-			 ? errdetail(
-				   "The UPDATE leaves the fence column \"%s\" unchanged and fence.token is not set in this transaction.",
-				   column)
-			 : errdetail("fence.token is not set in this transaction."),
-		 is_update
-			 ? errhint(
-				   "Set the fence column \"%s\" to the token in the UPDATE, or run SET LOCAL fence.token = <token> in the same transaction.",
-				   column)
-			 : errhint(
-				   "Run SET LOCAL fence.token = <token> in the same transaction before the DELETE.")));
-}
-
-/*
- * With resource columns, an UPDATE or DELETE is a write of its row's
- * resource (and an UPDATE that moves the row to another resource, of that
- * one too): the token must also pass, and raises, their marks.
- */
-void
-CheckResourceMarks(TriggerData *td, int64 guard_id, HeapTuple old_row, HeapTuple new_row,
-				   int64 token)
-{
-	if (!GuardsInserts(td->tg_trigger))
-		return;
-	const char *op = new_row != nullptr ? "UPDATE" : "DELETE";
-
-	CheckResourceMark(td, guard_id, old_row, token, op);
-	if (new_row != nullptr && !SameResource(td, old_row, new_row))
-		CheckResourceMark(td, guard_id, new_row, token, op);
-}
-
-/* The body of fence.guard_trigger(). */
-Datum
-GuardTrigger(FunctionCallInfo fcinfo)
-{
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-						errmsg("fence.guard_trigger() must be called as a trigger"),
-						errhint("Use fence.guard(table) to install it.")));
-
-	TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
-	TriggerEvent ev = td->tg_event;
-	bool         is_update = TRIGGER_FIRED_BY_UPDATE(ev);
-	bool         is_insert = TRIGGER_FIRED_BY_INSERT(ev);
-	int          nargs = td->tg_trigger->tgnargs;
-
-	if (!TRIGGER_FIRED_BEFORE(ev) || !TRIGGER_FIRED_FOR_ROW(ev) ||
-		!(is_update || is_insert || TRIGGER_FIRED_BY_DELETE(ev)) ||
-		!(nargs == 1 || GuardsInserts(td->tg_trigger)) ||
-		(is_insert && !GuardsInserts(td->tg_trigger)))
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-			 errmsg(
-				 "fence.guard_trigger() must run BEFORE UPDATE OR DELETE (and INSERT, with resource columns) FOR EACH ROW with the arguments that fence.guard gives it"),
-			 errhint("Use fence.guard(table) to install it.")));
-
-	/*
-	 * With resource columns, before anything else: the guard number must be
-	 * registered to this table (39P01), or the trigger would act on another
-	 * table's marks.
-	 */
-	int64 guard_id = GuardsInserts(td->tg_trigger) ? RegisteredGuardId(td) : 0;
-
-	Relation    rel = td->tg_relation;
-	TupleDesc   tupdesc = RelationGetDescr(rel);
-	const char *column = td->tg_trigger->tgargs[0];
-	int         attnum = SPI_fnumber(tupdesc, column);
-
-	if (attnum <= 0)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_UNDEFINED_COLUMN),
-			 errmsg("fence column \"%s\" of guarded table %s does not exist", column,
-					QualifiedName(rel)),
-			 errhint("Run fence.unguard and fence.guard again with the current fence column.")));
-	if (TupleDescAttr(tupdesc, attnum - 1)->atttypid != INT8OID)
-		ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-						errmsg("fence column \"%s\" of guarded table %s is not of type bigint",
-							   column, QualifiedName(rel))));
-
-	if (is_insert)
-		return PointerGetDatum(GuardInsertRow(td, guard_id, attnum));
-
-	HeapTuple   old_row = td->tg_trigtuple;
-	bool        old_null;
-	int64       current = DatumGetInt64(heap_getattr(old_row, attnum, tupdesc, &old_null));
-	StoredFence fence = {current, old_null};
-
-	if (is_update)
-	{
-		HeapTuple new_row = td->tg_newtuple;
-		bool      new_null;
-		int64     fresh = DatumGetInt64(heap_getattr(new_row, attnum, tupdesc, &new_null));
-
-		/* The UPDATE changes the fence column: the new value is its token. */
-		if (!new_null && (old_null || fresh != current))
-		{
-			RequireIssuedToken(fresh, "a guarded UPDATE");
-			if (!FenceAccepts(fence, fresh, kGuardAllowsEqual))
-				RaiseStale(rel, old_row, "UPDATE", fresh, current);
-			CheckResourceMarks(td, guard_id, old_row, new_row, fresh);
-			return PointerGetDatum(new_row);
-		}
-
-		/*
-		 * Otherwise the write presents its token (fenced_update's or
-		 * fence.token); stamp the row with it.
-		 */
-		int64             token;
-		TokenSettingState setting;
-
-		if (!TokenPresentedByWrite(&token, &setting))
-			RaiseNoToken(rel, old_row, true, new_null && !old_null, column, setting);
-		RequireIssuedToken(token, "a guarded UPDATE");
-		if (!FenceAccepts(fence, token, kGuardAllowsEqual))
-			RaiseStale(rel, old_row, "UPDATE", token, current);
-		CheckResourceMarks(td, guard_id, old_row, new_row, token);
-
-		int   cols[1] = {attnum};
-		Datum values[1] = {Int64GetDatum(token)};
-		bool  nulls[1] = {false};
-
-		return PointerGetDatum(heap_modify_tuple_by_cols(new_row, tupdesc, 1, cols, values, nulls));
-	}
-
-	int64             token;
-	TokenSettingState setting;
-
-	if (!TokenPresentedByWrite(&token, &setting))
-		RaiseNoToken(rel, old_row, false, false, column, setting);
-	RequireIssuedToken(token, "a guarded DELETE");
-	if (!FenceAccepts(fence, token, kGuardAllowsEqual))
-		RaiseStale(rel, old_row, "DELETE", token, current);
-	CheckResourceMarks(td, guard_id, old_row, nullptr, token);
-	return PointerGetDatum(old_row);
-}
 
 /*
  * rel's trigger "fence_guard" if fence.guard installed it (it runs
@@ -428,6 +173,87 @@ OpenGuardTarget(FunctionCallInfo fcinfo, LOCKMODE lockmode, const char *verb)
 	return rel;
 }
 
+/* Resource columns at most: as many as an index key. */
+constexpr int kMaxResourceColumns = INDEX_MAX_KEYS;
+
+/*
+ * The resource column names of fence.guard's resource_columns argument,
+ * checked against rel (exist, distinct, not the fence column, not
+ * generated, hashable): a List of palloc'd C strings.
+ */
+List *
+CheckResourceColumns(Relation rel, const char *fence_column, ArrayType *columns)
+{
+	Datum *elems;
+	bool  *nulls;
+	int    n;
+	List  *names = NIL;
+
+	if (ARR_NDIM(columns) > 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("resource_columns must be a one-dimensional array")));
+	deconstruct_array(columns, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("resource_columns is empty"),
+				 errhint("Pass NULL (the default) to guard only UPDATE and DELETE.")));
+	if (n > kMaxResourceColumns)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many resource columns: %d (at most %d)", n, kMaxResourceColumns)));
+
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("resource_columns must not contain NULL")));
+
+		const char *column = NameStr(*DatumGetName(elems[i]));
+		AttrNumber  attnum = get_attnum(RelationGetRelid(rel), column);
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+							errmsg("column \"%s\" of relation \"%s\" does not exist", column,
+								   RelationGetRelationName(rel))));
+		if (attnum < 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("system column \"%s\" cannot be a resource column", column)));
+		if (strcmp(column, fence_column) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the fence column \"%s\" cannot be a resource column", column),
+					 errhint("Resource columns name what a row belongs to, e.g. its stream.")));
+
+		ListCell *lc;
+
+		foreach (lc, names)
+			if (strcmp(static_cast<const char *>(lfirst(lc)), column) == 0)
+				ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+								errmsg("resource column \"%s\" is given more than once", column)));
+
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+		if (att->attgenerated != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("generated column \"%s\" cannot be a resource column", column),
+					 errdetail("Generated values are computed after the guard checks a row.")));
+
+		TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("resource column \"%s\" is of type %s, which has no extended hash function",
+						column, format_type_be(att->atttypid)),
+				 errhint(
+					 "Use a column of a hashable type (text, integer, uuid, ...) as resource column.")));
+		names = lappend(names, pstrdup(column));
+	}
+	return names;
+}
+
 /* fence.guard(rel regclass, fence_column name, resource_columns name[]) */
 Datum
 Guard(FunctionCallInfo fcinfo)
@@ -467,7 +293,7 @@ Guard(FunctionCallInfo fcinfo)
 	if (rel->rd_rel->relkind == RELKIND_RELATION && has_subclass(relid))
 		RequireChildrenGuarded(rel, column);
 
-	/* With resource columns, INSERTs are fenced too (guard_insert.hpp). */
+	/* With resource columns, INSERTs are fenced too (marks_check.hpp). */
 	List *args = list_make1(makeString(pstrdup(column)));
 	bool  inserts = !PG_ARGISNULL(2);
 	int64 guard_id = 0;
@@ -566,19 +392,6 @@ Unguard(FunctionCallInfo fcinfo)
 } /* namespace */
 
 } /* namespace fence */
-
-/*
- * fence.guard_trigger() RETURNS trigger
- *	 BEFORE UPDATE OR DELETE FOR EACH ROW; argument: the fence column.
- *	 Raises FN001 (stale token), FN003 (no token) and 39P01 (not run as the
- *	 trigger fence.guard installed; with resource columns, on a table its
- *	 guard number is not registered to).  Takes no locks of its own (with
- *	 resource columns: src/server/writes/insert_marks.cpp's).
- */
-FENCE_SQL_FUNCTION(fence_guard_trigger)
-{
-	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::GuardTrigger(fc); });
-}
 
 /*
  * fence.guard(rel regclass, fence_column name DEFAULT 'fence',

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * guard.hpp
- *	  The guard trigger that fence.guard installs and fence.unguard removes
+ *	  The guard trigger (src/server/writes/guard_trigger.cpp) that
+ *	  fence.guard installs and fence.unguard removes
  *	  (src/server/writes/guard.cpp).
  *
  * The token an UPDATE or DELETE presents when its new row does not carry
@@ -23,5 +24,13 @@ namespace fence {
 
 /* Name of the trigger that fence.guard() installs. */
 constexpr const char *kGuardTriggerName = "fence_guard";
+
+/* "schema.table" of a guarded table for messages, quoted as needed (palloc'd). */
+inline char *
+QualifiedName(Relation rel)
+{
+	return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+}
 
 } /* namespace fence */

@@ -47,7 +47,7 @@
 #include "pg/compat.hpp"
 #include "pg/extension_table.hpp"
 #include "writes/guard.hpp"
-#include "writes/guard_insert.hpp"
+#include "writes/marks_check.hpp"
 #include "writes/insert_marks.hpp"
 
 extern "C" {

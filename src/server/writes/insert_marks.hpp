@@ -3,7 +3,7 @@
  * insert_marks.hpp
  *	  The marks of guarded INSERTs in fence.insert_marks: the highest token
  *	  that has written a row of each resource (src/server/writes/insert_marks.cpp).
- *	  Internal to the guard (src/server/writes/guard_insert.cpp, src/server/writes/guard.cpp).
+ *	  Internal to the guard (src/server/writes/marks_check.cpp, src/server/writes/guard.cpp).
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
