@@ -3,7 +3,7 @@
  * elections.cpp
  *	  Leader election: fence.campaign, fence.leader, fence.resign.
  *
- * A leader is the holder of the lease "name" (SPEC, "Leader election"):
+ * A leader is the holder of the lease "name" (docs/elections.md):
  * a campaign is a lease_acquire whose holder text is the candidate, and
  * whose row remembers that it was granted by a campaign (fence.leases.
  * elected, so that the NOTIFY of its changes says kind "leader").  Every

@@ -3,7 +3,7 @@
  * lease_notify.cpp
  *	  NOTIFY pg_fence, '<json>' on every change of a lease's holder.
  *
- * The payload is one JSON object (README.md, "Notifications"):
+ * The payload is one JSON object (docs/elections.md, "Notifications"):
  *	 name, kind, event, token, holder, at, expires_at, then slot (semaphore
  *	 permits only), previous_kind, previous_token, previous_holder,
  *	 previous_expires_at (takeovers only), and name_truncated,
@@ -22,7 +22,7 @@
  * The cost: PostgreSQL commits notifying transactions one at a time (a
  * lock held from PreCommit_Notify to the end of the commit keeps the queue
  * in commit order), so concurrent grants no longer share WAL flushes.
- * fence.notify (a superuser setting, on by default: SPEC's contract) turns
+ * fence.notify (a superuser setting, on by default: docs/settings.md) turns
  * the notifications off where nobody listens.
  *
  * Why Async_Notify and not pg_notify() through SPI: it is the same code

@@ -3,7 +3,7 @@
  * lease_notify.hpp
  *	  NOTIFY pg_fence on every change of a lease's holder (src/server/leases/lease_notify.cpp).
  *
- * SPEC (Lease locks, last paragraph): every change of holder of a lease,
+ * docs/elections.md, "Notifications": every change of holder of a lease,
  * leadership or semaphore permit (grant, takeover of an expired holder,
  * release, resignation) sends NOTIFY pg_fence, '<json>' at commit, unless the superuser setting
  * fence.notify is off.  The
@@ -11,7 +11,7 @@
  * Async_Notify, which is transactional: delivered at commit, dropped on
  * rollback (of the transaction or of the savepoint that made the change).
  * The format (keys, event names, the truncation flags) is documented in
- * README.md, "Notifications".
+ * docs/elections.md, "Notifications".
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

@@ -59,7 +59,7 @@
  *	  - the statements are fully qualified (fence.leases,
  *		OPERATOR(pg_catalog.=), pg_catalog.min), contain no type names
  *		(parameter types are given by OID), so search_path plays no part:
- *		STYLE 2.6's "SET search_path or fully qualified names".
+ *		CONTRIBUTING.md, "Security hardening of the installed SQL".
  *	  Nobody else can write the table (REVOKE ALL FROM PUBLIC).
  *
  * 5. Durability.  An acquisition is durable: its token is flushed by

@@ -47,7 +47,7 @@ namespace fence {
 
 namespace {
 
-/* The largest permits of a semaphore (SPEC: "absurd" counts are refused). */
+/* The largest permits of a semaphore (docs/leases.md: "absurd" counts are refused). */
 constexpr int32 kMaxPermits = 10000;
 
 Datum

@@ -42,7 +42,7 @@ namespace fence {
  * before the error was raised, and the abort's LockErrorCleanup() would then
  * record it as held; a session lock would so outlive the failed call,
  * unknown to pg_fence.  Clean up the wait here instead, and release the lock
- * if it was granted, before the error propagates (SPEC guarantee 8).
+ * if it was granted, before the error propagates (docs/guarantees.md, guarantee 8).
  */
 LockAcquireResult WaitForLock(const LOCKTAG *tag, LOCKMODE mode, bool session, int64 wait_usecs,
 							  NameArg name);

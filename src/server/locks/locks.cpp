@@ -148,8 +148,8 @@ AcquireLock(NameArg name, Scope scope, HoldMode mode, int64 wait_usecs, int64 *t
 	/*
 	 * Granted.  Whatever fails from here on (token issuance, cancel, out of
 	 * memory) must not leave the lock held, nor an entry for it, nor its
-	 * row in the registry: undo them before the error propagates (SPEC
-	 * guarantee 8).
+	 * row in the registry: undo them before the error propagates
+	 * (docs/guarantees.md, guarantee 8).
 	 */
 	volatile bool entered = false;
 	volatile bool recorded = false;

@@ -3,7 +3,8 @@
  * args.hpp
  *	  Validation of SQL arguments shared by every pg_fence function.
  *
- * SPEC: names are text, non-empty, at most 1024 bytes; durations are
+ * docs/README.md, "Conventions of the SQL reference": names are text,
+ * non-empty, at most 1024 bytes; durations are
  * intervals, > 0 and finite; NULL or invalid values raise 22023
  * (invalid_parameter_value) with a message that names the argument.
  * Each helper raises that error itself (PostgreSQL-style code: call it where
@@ -24,7 +25,8 @@ namespace fence {
 
 /*
  * Longest lock, lease or resource name, and longest lease holder text, in
- * bytes (SPEC): the one place the number is written.  SQL reads it from fence.max_name_bytes() (args.cpp).
+ * bytes: the one place the number is written.  SQL reads it from
+ * fence.max_name_bytes() (args.cpp).
  */
 constexpr int kMaxNameBytes = 1024;
 

@@ -3,7 +3,7 @@
  * boundary.hpp
  *	  The C++ <-> PostgreSQL error boundary.
  *
- * Two rules hold everywhere in the extension (STYLE.md 2.3):
+ * Two rules hold everywhere in the extension (CONTRIBUTING.md, "House rules"):
  *
  *	1. No C++ exception crosses into PostgreSQL.  Every extern "C" SQL entry
  *	   point runs its body through Entry(), which catches everything and, once
@@ -20,7 +20,7 @@
  *
  * Call() also catches a C++ exception thrown inside its body, so that no
  * throw ever leaves a PG_TRY block (which would corrupt PG_exception_stack,
- * STYLE.md P7); it is re-thrown after PG_END_TRY.
+ * CONTRIBUTING.md, "House rules"); it is re-thrown after PG_END_TRY.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -127,7 +127,7 @@ Entry(FunctionCallInfo fcinfo, F &&body)
 } /* namespace fence */
 
 /*
- * Declare an SQL-callable function with C linkage (STYLE.md P4): the
+ * Declare an SQL-callable function with C linkage (CONTRIBUTING.md, "House rules"): the
  * PG_FUNCTION_INFO_V1 record and the function itself.
  */
 #define FENCE_SQL_FUNCTION(fn) \

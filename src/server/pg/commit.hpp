@@ -14,7 +14,7 @@
  * every deferred trigger and portal of the transaction has run: no SQL of
  * the caller runs after it) and restored by the COMMIT/ABORT callback, which
  * runs before the GUC machinery's end-of-transaction work; no setting the
- * caller can see changes (SPEC guarantee 8).  The commit record is still
+ * caller can see changes (docs/guarantees.md, guarantee 8).  The commit record is still
  * written and visible at once; only the wait for its flush (and for
  * synchronous standbys) is skipped.
  *

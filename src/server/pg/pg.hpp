@@ -6,17 +6,17 @@
  *	  that works.
  *
  * Every file of the extension reaches PostgreSQL's headers through this one
- * first (directly, or through another include/ext header), so that
+ * first (directly, or through another header of a wing), so that
  *
  *	 - standard C++ headers come before any PostgreSQL header: PostgreSQL's
  *	   port.h #defines snprintf, printf, strerror and friends, which breaks
- *	   <cstdio>-style declarations included after it (STYLE.md P5);
+ *	   <cstdio>-style declarations included after it (CONTRIBUTING.md, "House rules");
  *	 - postgres.h is the first PostgreSQL header, as PostgreSQL requires;
  *	 - PostgreSQL headers have C linkage.
  *
  * A file that needs more server headers than this base (a catalog's
  * pg_*.h, executor/spi.h, utils/jsonb.h, ...) includes them itself, after
- * its include/ext headers and inside extern "C" { }, the way PostgreSQL's
+ * its own wing headers and inside extern "C" { }, the way PostgreSQL's
  * own sources include what they use: so each file shows what it depends on
  * beyond the base.  compat.hpp adds the headers its version shims need
  * (some exist only on newer majors).

@@ -85,7 +85,7 @@
  * without a grant since) is at most Es + T' - Tc, the copy's Es + T'; the
  * copy stays ahead of its source through every failover of the cluster.
  *
- * Not covered (README "Limits"):
+ * Not covered (docs/limits.md):
  *   - in another cluster, tokens the source issues on a timeline above Tc
  *     (a promotion or point-in-time recovery of the source after the copy,
  *     or before it with no grant since): they can pass the copy's;
@@ -108,7 +108,7 @@
  * predates these sequences (ALTER EXTENSION UPDATE not run) issues tokens
  * as 0.1.0 did, without epochs.
  *
- * Limits (README "Tokens across failover"): 2^40 tokens per timeline; each
+ * Limits (docs/failover.md, "Tokens across failover"): 2^40 tokens per timeline; each
  * timeline uses one epoch (a copy uses T more, plus Tc - 1 when V > Ec; a
  * sequence set above the claim T - 1 more), so the 2^23 - 1 epochs last
  * about 8.4 million timelines.  A promotion of a standby that has not
@@ -220,7 +220,7 @@ void UnlockEpochSequences(Oid epoch_seq);
 
 /*
  * Raise 2200H: the tokens of this timeline's epoch are used up.  Says what
- * to do (README "Tokens across failover").
+ * to do (docs/failover.md, "Tokens across failover").
  */
 [[noreturn]] void RaiseEpochExhausted(const TokenEpoch &e);
 

@@ -70,7 +70,7 @@ TokenSeqInvalidate(Datum arg, Oid relid)
  *	   restart too, when the slot has forgotten what it made durable.
  *
  * Tokens strictly increase in the order they are drawn, across sessions
- * (one counter under a spinlock), as the SPEC's guarantee 2 needs.  After a
+ * (one counter under a spinlock), as guarantee 2 (docs/guarantees.md) needs.  After a
  * restart tokens jump by up to kChunk: gaps are allowed, reuse is not.
  * Databases beyond kDbSlots (pg/db_slots.hpp), and servers without the
  * shared block, draw every token with nextval() (a database never switches

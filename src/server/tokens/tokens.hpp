@@ -45,7 +45,7 @@ namespace fence {
  * nothing but draw tokens commits without a flush of its commit record
  * (AllowAsyncCommitSince, commit.hpp).
  *
- * Across failover (SPEC guarantee 3): every token lies in the epoch of the
+ * Across failover (docs/guarantees.md, guarantee 3): every token lies in the epoch of the
  * server's current timeline, [E << 40, (E + 1) << 40), claimed durably when
  * the counter starts (token_epoch.hpp has the arithmetic), so a promoted
  * standby's tokens beat every token of the timeline it left, whatever WAL
