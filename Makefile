@@ -12,8 +12,9 @@
 # make test-versions  make test on every supported major this machine can get
 #                   (15 here, 17 in a Debian trixie chroot, 18 built from
 #                   source with assertions): scripts/test-versions.sh
-# make check-style  clang-format and "no std:: in server code outside the
-#                   boundary header" (scripts/check-style.sh; --fix formats)
+# make check-style  clang-format, "no std:: in server code outside the
+#                   boundary header" and "a wing includes only lower wings"
+#                   (scripts/check-style.sh; --fix formats)
 # make bench        the benchmarks (bench/README.md); writes bench/results.*
 # make chaos        the chaos test (test/chaos/chaos.sh): workers, a nemesis
 #                   (pauses, killed backends, restarts, failovers) and a
@@ -95,7 +96,8 @@ chaos:
 	$(MAKE) all chaos-tools
 	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) PATRONI=$(PATRONI) bash test/chaos/chaos.sh'
 
-# clang-format and the boundary rule (no std:: in server code outside it).
+# clang-format, the boundary rule (no std:: in server code outside it) and
+# the include levels of the wings (scripts/include-graph.sh).
 check-style:
 	bash scripts/check-style.sh
 
