@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <chrono>
 #include <mutex>
@@ -35,6 +34,7 @@
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams;
@@ -192,26 +192,21 @@ TEST_CASE("Lease: try_acquire_for waits in the server, woken by the release; a w
 	auto              held = AcquireRaw(other, name, "1 hour");
 	REQUIRE(held.has_value());
 
-	std::optional<fence::Lease> got;
-	std::atomic<bool>           done{false};
-	Clock::time_point           done_at;
-	std::thread                 t([&] {
-        got = fence::Lease::try_acquire_for("", name, 1s, 30s);
-        done_at = Clock::now();
-        done.store(true);
-    });
+	fence_test::Waiter<std::optional<fence::Lease>> w;
+	w.Start([&] { return fence::Lease::try_acquire_for("", name, 1s, 30s); });
 	/* one backend sleeps in the server (no polling: one call, wait event Extension) */
 	CHECK(WaitFor([&] { return ServerSideWaiters(other, name) == 1; }, 5s));
-	std::this_thread::sleep_for(1500ms); /* longer than the TTL */
-	CHECK_FALSE(done.load());
+	CHECK_FALSE(w.Finished(1500ms)); /* longer than the TTL */
 	auto released_at = Clock::now();
 	{
 		pqxx::nontransaction tx(other);
 		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *held)[0].as<bool>());
 	}
-	t.join();
+	REQUIRE(w.Finished(30s));
+	CHECK(w.error.empty());
+	std::optional<fence::Lease> &got = w.result;
 	REQUIRE(got.has_value());
-	CHECK(done_at - released_at < 1s);
+	CHECK(w.done_at - released_at < 1s);
 	CHECK(got->token() > *held);
 	CHECK_FALSE(got->lost());
 	/* the deadline counts from the confirmation, not from the request sent 1.5 s earlier */
