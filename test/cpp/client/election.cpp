@@ -47,15 +47,8 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using fence_test::WaitFor;
 
-#define REQUIRE_ELECTIONS()                                                          \
-	do                                                                               \
-	{                                                                                \
-		if (!fence_test::HasFunction("fence.campaign(text,text,interval,interval)")) \
-		{                                                                            \
-			WARN("skipped: fence.campaign(text,text,interval,interval) is missing"); \
-			return;                                                                  \
-		}                                                                            \
-	} while (0)
+#define REQUIRE_ELECTIONS() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.campaign(text,text,interval,interval)")
 
 std::string
 Unique(const std::string &base)

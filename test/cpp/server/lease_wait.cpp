@@ -48,23 +48,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using fence_test::ReleaseLease;
 using fence_test::SqlWaiter;
 
-bool
-WaitingAvailable()
-{
-	return fence_test::HasFunction("fence.lease_acquire(text,interval,text,interval)");
-}
-
-#define REQUIRE_WAITING()                                               \
-	do                                                                  \
-	{                                                                   \
-		if (!WaitingAvailable())                                        \
-		{                                                               \
-			WARN("skipped: fence.lease_acquire(..., wait) is missing"); \
-			return;                                                     \
-		}                                                               \
-	} while (0)
+#define REQUIRE_WAITING() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.lease_acquire(text,interval,text,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -86,13 +74,6 @@ Acquire(pqxx::connection &c, const std::string &name, const std::string &ttl,
 	if (r[0].is_null())
 		return std::nullopt;
 	return r[0].as<std::int64_t>();
-}
-
-bool
-Release(pqxx::connection &c, const std::string &name, std::int64_t token)
-{
-	pqxx::nontransaction tx(c);
-	return ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>();
 }
 
 /* Sets `w` (waiter.hpp) waiting in lease_acquire(name, ttl, NULL, wait). */
@@ -135,14 +116,14 @@ TEST_CASE("lease wait: a release wakes the waiter at once, which gets the lease"
 	CHECK((event == "Extension/PgFenceLease" || event == "Extension/Extension"));
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *held));
+	REQUIRE(ReleaseLease(h, name, *held));
 	REQUIRE(w.Finished(5s));
 	auto got = w.result;
 	CHECK(w.error.empty());
 	REQUIRE(got.has_value());
 	CHECK(*got > *held);
 	CHECK(w.done_at - released_at < 2s); /* woken by the release, not by the 60 s wait */
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: the holder's expiry wakes the waiter", "[server][lease_wait]")
@@ -160,7 +141,7 @@ TEST_CASE("lease wait: the holder's expiry wakes the waiter", "[server][lease_wa
 	REQUIRE(got.has_value());
 	CHECK(*got > *held);
 	CHECK(w.done_at - t0 < 5s);
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: a grant in flight that rolls back wakes the waiter", "[server][lease_wait]")
@@ -182,7 +163,7 @@ TEST_CASE("lease wait: a grant in flight that rolls back wakes the waiter", "[se
 	auto got = w.result;
 	REQUIRE(got.has_value());
 	CHECK(w.done_at - rolled_back_at < 2s);
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: first come, first served; one release wakes one waiter",
@@ -205,7 +186,7 @@ TEST_CASE("lease wait: first come, first served; one release wakes one waiter",
 		CHECK_FALSE(w->Finished(0ms));
 
 	std::int64_t prev = *held;
-	REQUIRE(Release(h, name, prev));
+	REQUIRE(ReleaseLease(h, name, prev));
 	for (std::size_t i = 0; i < ws.size(); i++)
 	{
 		/* the oldest remaining waiter gets it; the others keep waiting */
@@ -216,7 +197,7 @@ TEST_CASE("lease wait: first come, first served; one release wakes one waiter",
 		for (std::size_t j = i + 1; j < ws.size(); j++)
 			CHECK_FALSE(ws[j]->Finished(i + 1 == ws.size() ? 0ms : 300ms));
 		prev = *got;
-		CHECK(Release(ws[i]->conn, name, prev));
+		CHECK(ReleaseLease(ws[i]->conn, name, prev));
 	}
 }
 
@@ -235,7 +216,7 @@ TEST_CASE("lease wait: the wait elapses with NULL and nothing held", "[server][l
 	pqxx::nontransaction tx(w);
 	CHECK(ExecParams1(tx, "SELECT token FROM fence.leases WHERE name = $1", name)[0]
 			  .as<std::int64_t>() == *held);
-	CHECK(Release(h, name, *held));
+	CHECK(ReleaseLease(h, name, *held));
 }
 
 TEST_CASE("lease wait: a cancelled or killed waiter leaves the queue; the next one is served",
@@ -278,10 +259,10 @@ TEST_CASE("lease wait: a cancelled or killed waiter leaves the queue; the next o
 	CHECK_FALSE(served.Finished(200ms));
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *held));
+	REQUIRE(ReleaseLease(h, name, *held));
 	REQUIRE(served.Finished(5s));
 	auto got = served.result;
 	REQUIRE(got.has_value());
 	CHECK(served.done_at - released_at < 2s);
-	CHECK(Release(served.conn, name, *got));
+	CHECK(ReleaseLease(served.conn, name, *got));
 }

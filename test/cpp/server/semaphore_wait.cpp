@@ -42,23 +42,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using fence_test::ReleaseLease;
 using fence_test::SqlWaiter;
 
-bool
-SemaphoresAvailable()
-{
-	return fence_test::HasFunction("fence.semaphore_acquire(text,integer,interval,text,interval)");
-}
-
-#define REQUIRE_SEMAPHORES()                                     \
-	do                                                           \
-	{                                                            \
-		if (!SemaphoresAvailable())                              \
-		{                                                        \
-			WARN("skipped: fence.semaphore_acquire is missing"); \
-			return;                                              \
-		}                                                        \
-	} while (0)
+#define REQUIRE_SEMAPHORES() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.semaphore_acquire(text,integer,interval,text,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -81,13 +69,6 @@ Acquire(pqxx::connection &c, const std::string &name, int permits, const std::st
 	if (r[0].is_null())
 		return std::nullopt;
 	return r[0].as<std::int64_t>();
-}
-
-bool
-Release(pqxx::connection &c, const std::string &name, std::int64_t token)
-{
-	pqxx::nontransaction tx(c);
-	return ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>();
 }
 
 /* Sets `w` (waiter.hpp) waiting in semaphore_acquire(name, permits, '1 hour', NULL, wait). */
@@ -118,7 +99,7 @@ TEST_CASE("semaphore: permits held on different connections are counted together
 	CHECK_FALSE(Acquire(other, name, 3, "1 hour").has_value());
 	int i = 0;
 	for (std::int64_t t : tokens)
-		CHECK(Release(*conns[i++], name, t));
+		CHECK(ReleaseLease(*conns[i++], name, t));
 }
 
 TEST_CASE("semaphore wait: a release of one permit wakes the waiter at once", "[server][semaphore]")
@@ -136,14 +117,14 @@ TEST_CASE("semaphore wait: a release of one permit wakes the waiter at once", "[
 	CHECK_FALSE(w.Finished(500ms)); /* all permits held: it waits */
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *a));
+	REQUIRE(ReleaseLease(h, name, *a));
 	REQUIRE(w.Finished(5s));
 	CHECK(w.error.empty());
 	REQUIRE(w.result.has_value());
 	CHECK(*w.result > *b);
 	CHECK(w.done_at - released_at < 2s); /* woken by the release, not by the 60 s wait */
-	CHECK(Release(w.conn, name, *w.result));
-	CHECK(Release(h, name, *b));
+	CHECK(ReleaseLease(w.conn, name, *w.result));
+	CHECK(ReleaseLease(h, name, *b));
 }
 
 TEST_CASE("semaphore wait: an expiring permit wakes the waiter", "[server][semaphore]")
@@ -163,8 +144,8 @@ TEST_CASE("semaphore wait: an expiring permit wakes the waiter", "[server][semap
 	CHECK(w.error.empty());
 	REQUIRE(w.result.has_value());
 	CHECK(w.done_at - started < 5s);
-	CHECK(Release(w.conn, name, *w.result));
-	CHECK(Release(h, name, *a));
+	CHECK(ReleaseLease(w.conn, name, *w.result));
+	CHECK(ReleaseLease(h, name, *a));
 }
 
 TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[server][semaphore]")
@@ -196,8 +177,8 @@ TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[s
 	REQUIRE(w1.result.has_value());
 	REQUIRE(w2.result.has_value());
 	CHECK(*w1.result < *w2.result); /* first come, first served */
-	CHECK(Release(w1.conn, name, *w1.result));
-	CHECK(Release(w2.conn, name, *w2.result));
+	CHECK(ReleaseLease(w1.conn, name, *w1.result));
+	CHECK(ReleaseLease(w2.conn, name, *w2.result));
 }
 
 TEST_CASE("semaphore wait: the wait elapses with nothing held", "[server][semaphore]")
@@ -265,6 +246,6 @@ TEST_CASE("semaphore: concurrent acquirers without wait all get a permit while p
 		CHECK(granted == kN); /* none saw another's grant in flight as "all held" */
 		for (int i = 0; i < kN; i++)
 			if (got[i])
-				CHECK(Release(*conns[i], name, *got[i]));
+				CHECK(ReleaseLease(*conns[i], name, *got[i]));
 	}
 }
