@@ -72,6 +72,7 @@ struct Leader
  */
 using LeaderCallback = std::function<void(const std::optional<Leader> &leader)>;
 
+/** What a LeaderWatch is told at construction; every field has a default. */
 struct LeaderWatchOptions
 {
 	/** Limit on each connection attempt.  Must be positive.  Default 10 s. */
@@ -128,7 +129,7 @@ public:
 	LeaderWatch(const LeaderWatch &) = delete;
 	LeaderWatch &operator=(const LeaderWatch &) = delete;
 
-	/** The leader as last observed (nullopt: none). */
+	/** The leader as last observed (nullopt: none).  May throw std::bad_alloc. */
 	std::optional<Leader> leader() const;
 
 	/** How many times on_change has been called so far (the first report included). */
@@ -141,6 +142,11 @@ private:
 /** Called once when this candidate is elected, with its term, from the thread that called campaign(). */
 using ElectedCallback = std::function<void(std::int64_t term)>;
 
+/**
+ * What an Election is told at construction; every field has a default.
+ * The callbacks follow fence::LossCallback's rules (lease.hpp): quick, no
+ * calls back into the Election, exceptions caught and ignored.
+ */
 struct ElectionOptions
 {
 	/** The candidate ID stored with the leadership (fence.leader's candidate); empty: "HOST:PID". */
@@ -171,7 +177,9 @@ struct ElectionOptions
  * One candidate in the election `name`: campaign() until elected, lead
  * while is_leader(), and resign() (or destroy) to hand over.  RAII: the
  * destructor resigns a current leadership, so the next candidate is
- * elected at once rather than at the TTL's end.
+ * elected at once rather than at the TTL's end.  At most one candidate
+ * leads a name at a time, as at most one holder has a lease
+ * (docs/guarantees.md, guarantee 1, as it applies to leases).
  *
  * Thread safety: is_leader(), lost(), term(), loss_token(), backend_pid(),
  * observed_leader() from any thread; campaign(), resign() and the
@@ -229,7 +237,12 @@ public:
 	/** True once the current (or last) leadership was lost; false after resign(). */
 	bool lost() const noexcept;
 
-	/** The current or last term won by this candidate; 0 if never elected. */
+	/**
+	 * The current or last term won by this candidate; 0 if never elected.
+	 * A term is a fencing token: every later leader's term is larger
+	 * (docs/guarantees.md, guarantee 2), so present it with every write
+	 * made as leader.
+	 */
 	std::int64_t term() const noexcept;
 
 	/** Stop flag of the current leadership (fence::LossToken); "stop requested" when not leader. */
@@ -238,11 +251,14 @@ public:
 	/** Server process id of the leadership's renewal connection (0 when not leader). */
 	int backend_pid() const noexcept;
 
-	/** The election's name and this candidate's ID. */
+	/** The election's name and this candidate's ID (ElectionOptions::candidate, or "HOST:PID"). */
 	const std::string &name() const noexcept;
 	const std::string &candidate() const noexcept;
 
-	/** With ElectionOptions::on_leader: the leader last observed; otherwise nullopt. */
+	/**
+	 * With ElectionOptions::on_leader: the leader last observed; otherwise
+	 * nullopt.  May throw std::bad_alloc.
+	 */
 	std::optional<Leader> observed_leader() const;
 
 private:

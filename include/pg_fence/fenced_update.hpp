@@ -52,7 +52,10 @@ enum class UpdateResult
 	kConflict,
 };
 
-/** "applied", "stale", "missing" or "conflict". */
+/**
+ * "applied", "stale", "missing" or "conflict": a static string ("unknown"
+ * for a value out of range).
+ */
 const char *to_string(UpdateResult result) noexcept;
 
 /**
@@ -65,6 +68,16 @@ const char *to_string(UpdateResult result) noexcept;
 class FieldValue
 {
 public:
+	/**
+	 * Implicit, one per JSON scalar, so that Fields can be written as
+	 * {{"id", 1}, {"note", "text"}, {"gone", nullptr}}: nullptr is null; a
+	 * bool true or false; a string (a NULL const char * is null) is escaped
+	 * as json_quote does; an integer is written in full (a 64-bit value
+	 * keeps every digit: the server reads it with the column's type, not
+	 * as a double); a double is written with 17 significant digits and
+	 * throws std::invalid_argument when it is not finite.  Only those can
+	 * throw (and std::bad_alloc).
+	 */
 	FieldValue(std::nullptr_t) : json_("null") {}
 	FieldValue(bool b) : json_(b ? "true" : "false") {}
 	FieldValue(const char *s);
@@ -91,10 +104,18 @@ private:
 /** Column name -> value. */
 using Fields = std::map<std::string, FieldValue>;
 
-/** The JSON object text for `fields`, e.g. {"id":1,"note":"a\nb"}. */
+/**
+ * The JSON object text for `fields`, e.g. {"id":1,"note":"a\nb"}, keys in
+ * the map's order; "{}" when empty.
+ */
 std::string to_json(const Fields &fields);
 
-/** Quotes and escapes `s` as a JSON string (RFC 8259 section 7). */
+/**
+ * Quotes and escapes `s` as a JSON string (RFC 8259 section 7): the
+ * quotation mark, the backslash and every control character escaped (the
+ * two-character forms where JSON has one, else the six-character form);
+ * other bytes, UTF-8 included, are copied as they are.
+ */
 std::string json_quote(std::string_view s);
 
 /** Optional arguments of fence::fenced_update. */
@@ -116,7 +137,11 @@ struct FencedUpdateOptions
 /**
  * Runs fence.fenced_update(table::regclass, key, token, changes,
  * fence_column, allow_equal[, expect_fence]) in `tx` and returns what
- * happened.
+ * happened.  The rule is the server's: the row is written, its fence set to
+ * `token`, only if fence < token (<= with allow_equal), checked and written
+ * in one UPDATE under the row lock, so a write presented with a token lower
+ * than the row's fence is never applied (docs/guarantees.md, guarantee 6),
+ * and a token the database never issued is refused (guarantee 11).
  *
  * With options.expect_fence, a write that is not applied is told apart
  * with one more statement (only then): the row's fence is read again
@@ -140,9 +165,11 @@ struct FencedUpdateOptions
  * The write commits with `tx`.
  *
  * Throws std::invalid_argument for an empty table name, an empty key or a
- * token <= 0; pqxx::sql_error for every other server error, e.g. FN004 a
- * token the database never issued, 42P01 no such table, 42703 unknown column, 22P02 a value of the wrong type, 42501
- * no UPDATE privilege; pqxx::broken_connection if the connection fails.
+ * token <= 0; pqxx::sql_error for every other server error (SQLSTATEs:
+ * docs/sqlstates.md), e.g. FN004 a token the database never issued, 42P01
+ * no such table, 42703 unknown column, 22P02 a value of the wrong type,
+ * 42501 no UPDATE privilege; pqxx::broken_connection if the connection
+ * fails.
  */
 UpdateResult fenced_update(pqxx::transaction_base &tx, std::string_view table, const Fields &key,
 						   std::int64_t token, const Fields &changes,

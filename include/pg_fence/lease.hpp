@@ -83,7 +83,9 @@ struct LeaseImpl;
  * The part of a lease's TTL a holder must not count on because its clock
  * and the server's may run at different rates: TTL/500, i.e. 2000 parts
  * per million (each clock may be slewed by NTP by up to 500 ppm, plus the
- * oscillators' error; Linux adjtimex(2), MAXFREQ).  Never negative.
+ * oscillators' error; Linux adjtimex(2), MAXFREQ).  `ttl` and the result
+ * are in milliseconds, rounded down (so zero for a TTL under 500 ms);
+ * never negative, never throws.
  */
 std::chrono::milliseconds lease_clock_allowance(std::chrono::milliseconds ttl) noexcept;
 
@@ -121,12 +123,13 @@ enum class LossReason
 };
 
 /**
- * Called once, when the loss is detected, from the renewer thread (never from the thread that calls lost()).  It must
- * return quickly, must not call release() or destroy the Lease, and
- * should not throw (an exception is caught and ignored).  `message` is a
- * one-line explanation, e.g. "lease renewal refused: the lease expired or
- * was taken over by another holder", or "lease deadline passed without a
- * successful renewal (local clock); last error: connection lost: ...".
+ * Called once, when the loss is detected, from the renewer thread (never
+ * from the thread that calls lost()).  It must return quickly, must not
+ * call release() or destroy the Lease, and should not throw (an exception
+ * is caught and ignored).  `message` is a one-line explanation, e.g.
+ * "lease renewal refused: the lease expired or was taken over by another
+ * holder", or "lease deadline passed without a successful renewal (local
+ * clock); last error: connection lost: ...".
  */
 using LossCallback = std::function<void(LossReason reason, const std::string &message)>;
 
@@ -139,6 +142,11 @@ using LossCallback = std::function<void(LossReason reason, const std::string &me
  */
 using RetryCallback = std::function<void(const std::string &message)>;
 
+/**
+ * What a Lease is told at acquisition (Lease::try_acquire,
+ * Lease::try_acquire_for).  Every field has a default; a value out of its
+ * range makes the acquisition throw std::invalid_argument.
+ */
 struct LeaseOptions
 {
 	/**
@@ -251,8 +259,13 @@ public:
 	 * One attempt (fence.lease_acquire(name, ttl, holder), or
 	 * fence.semaphore_acquire with Options::permits): returns the held
 	 * lease, or std::nullopt when an unexpired lease on `name` is held by
-	 * someone else (for a semaphore: all permits are held).  TTL has millisecond resolution, at least 3 ms.  The
-	 * connection is closed again when the lease is not obtained.
+	 * someone else (for a semaphore: all permits are held).  `conninfo`: a
+	 * libpq connection string or URI ("" = the PG* environment variables);
+	 * `name`: 1 to 1024 bytes; `ttl`: the lease's time to live, millisecond
+	 * resolution, at least 3 ms.  The connection is closed again when the
+	 * lease is not obtained.  At most one holder of a name at a time
+	 * (docs/guarantees.md, guarantee 1, as it applies to leases).  Throws
+	 * as described for the class.
 	 */
 	static std::optional<Lease> try_acquire(const std::string &conninfo, const std::string &name,
 											std::chrono::milliseconds ttl, Options options = {});
@@ -287,6 +300,11 @@ public:
 												std::chrono::milliseconds wait,
 												Options                   options = {});
 
+	/**
+	 * Takes over `other`'s lease (and its renewer); `other` is left empty:
+	 * token() 0, lost() false, release() false, an always-stopped
+	 * loss_token().
+	 */
 	Lease(Lease &&other) noexcept;
 	/** Releases this object's lease (as the destructor does), then takes over `other`'s. */
 	Lease &operator=(Lease &&other) noexcept;
@@ -301,35 +319,48 @@ public:
 	 */
 	~Lease();
 
-	/** The fencing token of this grant (> 0). */
+	/**
+	 * The fencing token of this grant (> 0; 0 for a moved-from Lease): larger
+	 * than the token of every grant of the name that ended before this one
+	 * began (docs/guarantees.md, guarantee 2).  Present it with every write
+	 * made under the lease, so that the writes of a holder whose lease was
+	 * taken over are rejected (docs/guarantees.md, guarantee 6; Kleppmann,
+	 * "How to do distributed locking", 2016).
+	 */
 	std::int64_t token() const noexcept;
 
-	/** The lease's name. */
+	/** The lease's name (empty for a moved-from Lease). */
 	const std::string &name() const noexcept;
 
-	/** The TTL it was acquired with. */
+	/** The TTL it was acquired with (zero for a moved-from Lease). */
 	std::chrono::milliseconds ttl() const noexcept;
 
-	/** Successful renewals so far. */
+	/** Successful renewals so far (0 for a moved-from Lease). */
 	std::uint64_t renewals() const noexcept;
 
-	/** Connections the renewer made again after a failure, so far. */
+	/** Connections the renewer made again after a failure, so far (0 for a moved-from Lease). */
 	std::uint64_t reconnects() const noexcept;
 
 	/**
 	 * True once the lease is lost (see the file comment): a renewal was
 	 * refused or rejected, or the local deadline has passed, checked on the clock at
 	 * each call, so it is true at the deadline even if the renewer thread
-	 * has not run yet.  Stays true.  False after a clean release().
+	 * has not run yet.  Stays true.  False after a clean release(), and
+	 * for a moved-from Lease.
 	 */
 	bool lost() const noexcept;
 
-	/** A token whose stop_requested() turns true at loss or release. */
+	/**
+	 * A token whose stop_requested() turns true at loss or release; always
+	 * stopped for a moved-from Lease.  Copies a shared pointer: does not throw.
+	 */
 	LossToken loss_token() const;
 
 	/**
-	 * The current local deadline (steady_clock): the lease is considered
-	 * lost from this moment unless a renewal succeeds before it.
+	 * The current local deadline (steady_clock; lease_local_deadline of the
+	 * last successful acquire or renew request): the lease is considered
+	 * lost from this moment unless a renewal succeeds before it.  A
+	 * default-constructed time_point for a moved-from Lease.
 	 */
 	std::chrono::steady_clock::time_point deadline() const noexcept;
 

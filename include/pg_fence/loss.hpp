@@ -43,7 +43,14 @@ struct LossState;
 class LossToken
 {
 public:
+	/** An empty token, whose stop_requested() is always true. */
 	LossToken() = default;
+
+	/**
+	 * True once the hold this token watches is lost or released (see the
+	 * class comment), and from then on; checked on the local clock at each
+	 * call for a lease.  Never throws.
+	 */
 	bool stop_requested() const noexcept;
 
 private:

@@ -13,6 +13,11 @@
  * hold cannot overwrite the work of the next one (Kleppmann, "How to do
  * distributed locking", 2016).
  *
+ * The hold is the server's: at most one session holds a name at a time
+ * (docs/guarantees.md, guarantee 1), and nothing is held past the end of
+ * the session (guarantee 4: PostgreSQL releases a session's advisory locks
+ * when it ends, PostgreSQL docs, "Advisory Locks").
+ *
  * The session can end under the holder: pg_terminate_backend, a server
  * restart or crash, idle_session_timeout.  The server closes the connection
  * then, and a SessionLock sees that on the socket within milliseconds,
@@ -101,9 +106,11 @@ class SessionLock
 {
 public:
 	/**
-	 * Takes the lock if it is free, without waiting (fence.try_lock).
-	 * Returns the hold, or std::nullopt when another session holds `name`.
-	 * Throws as described for the class.
+	 * Takes the lock if it is free, without waiting (fence.try_lock), on
+	 * `conn` (the connection's session holds it; see the class comment for
+	 * what that requires).  `name`: 1 to 1024 bytes.  Returns the hold, or
+	 * std::nullopt when another session holds `name`.  Throws as described
+	 * for the class.
 	 */
 	static std::optional<SessionLock> try_acquire(pqxx::connection &conn, const std::string &name,
 												  SessionLockOptions options = {});
@@ -111,10 +118,11 @@ public:
 	/**
 	 * Takes the lock, waiting at most `timeout` for it (fence.lock with a
 	 * timeout; the wait happens in the server's lock manager, so waiters are
-	 * queued and deadlocks are detected).  Returns std::nullopt when the
-	 * timeout expires (SQLSTATE 55P03 from the server).  The timeout has
-	 * microsecond resolution; it must be > 0 (std::invalid_argument
-	 * otherwise).  statement_timeout, when set, still applies.
+	 * queued and deadlocks are detected: PostgreSQL docs, "Deadlocks").
+	 * Returns std::nullopt when the timeout expires (SQLSTATE 55P03 from
+	 * the server).  The timeout has microsecond resolution; it must be > 0
+	 * (std::invalid_argument otherwise).  statement_timeout, when set, still
+	 * applies.  Other errors as described for the class.
 	 */
 	static std::optional<SessionLock> try_acquire_for(pqxx::connection         &conn,
 													  const std::string        &name,
@@ -125,11 +133,16 @@ public:
 	 * Takes the lock, waiting as long as it takes (fence.lock without a
 	 * timeout; statement_timeout and a cancel from another thread with
 	 * pqxx::connection::cancel_query() still end the wait, as a
-	 * pqxx::sql_error).  Never returns without the lock.
+	 * pqxx::sql_error).  Never returns without the lock.  Other errors as
+	 * described for the class.
 	 */
 	static SessionLock acquire(pqxx::connection &conn, const std::string &name,
 							   SessionLockOptions options = {});
 
+	/**
+	 * Takes over `other`'s hold; `other` holds nothing afterwards (held()
+	 * and lost() false, release() false, an always-stopped loss_token()).
+	 */
 	SessionLock(SessionLock &&other) noexcept;
 	/** Releases the lock this object holds (as the destructor does), then takes over `other`'s. */
 	SessionLock &operator=(SessionLock &&other) noexcept;
@@ -143,7 +156,13 @@ public:
 	 */
 	~SessionLock();
 
-	/** The fencing token of this grant (> 0).  Still readable after release(). */
+	/**
+	 * The fencing token of this grant (> 0).  Still readable after
+	 * release().  Larger than the token of every grant of the name that
+	 * ended before this one began (docs/guarantees.md, guarantee 2); present
+	 * it with every write made under the lock (guarantee 6; Kleppmann,
+	 * "How to do distributed locking", 2016).
+	 */
 	std::int64_t
 	token() const noexcept
 	{
@@ -177,7 +196,7 @@ public:
 	 * A token whose stop_requested() turns true when the lock is lost or
 	 * released (release(), destruction, or a move-assignment over this
 	 * object); for worker threads.  A moved-from object gives an
-	 * always-stopped token.
+	 * always-stopped token.  Copies a shared pointer: does not throw.
 	 */
 	LossToken loss_token() const;
 

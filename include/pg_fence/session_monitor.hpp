@@ -70,6 +70,7 @@ struct SessionMonitorImpl;
  * fence::SessionLossCallback are declared in pg_fence/loss.hpp.
  */
 
+/** What a SessionMonitor is told at construction; every field has a default. */
 struct SessionMonitorOptions
 {
 	/**

@@ -17,7 +17,7 @@
 
 namespace fence::client_internal {
 
-/* The server's limit on names (SPEC: non-empty, at most 1024 bytes). */
+/* The server's limit on names: non-empty, at most 1024 bytes (docs/sqlstates.md, 22023). */
 constexpr std::size_t kMaxNameBytes = 1024;
 
 /* Throws std::invalid_argument unless `name` is a valid lock name. */

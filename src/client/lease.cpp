@@ -1,31 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * lease.cpp
- *	  fence::Lease: acquisition, the renewer thread, release.
+ *	  fence::Lease: acquisition (a lease, a semaphore permit or a
+ *	  leadership), the accessors, release.  The renewer thread that keeps
+ *	  it is in lease_renewer.cpp, the state both share in lease_impl.hpp.
  *
  * Timekeeping.  Whether the lease is held is one atomic word, the local
  * deadline (loss_state.hpp); lost() compares it with the clock, so the
  * answer is right at the deadline even if no thread has run since.
  *
- * The renewer.  One thread sleeps until the next renewal or the deadline,
- * whichever comes first, on poll(2) over a "stop" pipe; release() and the
- * destructor write to that pipe.  Every network wait (connecting, sending,
- * reading: pq_conn.hpp) is bounded by the deadline and watches the same
- * pipe, so nothing can keep the renewer past the deadline or release()
- * waiting on a dead network.  A renewal is one round trip:
- *
- *	 SET LOCAL statement_timeout = <time left>;
- *	 SELECT fence.lease_renew(name, token, ttl)
- *
- * (one implicit transaction).  A semaphore permit (LeaseOptions::permits)
- * is acquired with fence.semaphore_acquire and is otherwise the same; so
- * is a leadership (LeaseOptions::campaign): fence.campaign to acquire,
- * fence.resign to release.
- * Waiting for the lease (try_acquire_for) happens in the server: one
- * lease_acquire(..., wait => ...) call.  A transient failure closes a broken
- * connection and tries again after a backoff (50 ms, doubling, at most the
- * renew interval), connecting first if needed; the deadline stays where
- * the last successful renewal put it.  Anything else ends the lease.
+ * Acquisition.  A lease is acquired with fence.lease_acquire; a semaphore
+ * permit (LeaseOptions::permits) with fence.semaphore_acquire and is
+ * otherwise the same; so is a leadership (LeaseOptions::campaign):
+ * fence.campaign to acquire, fence.resign to release.  Waiting for the
+ * lease (try_acquire_for) happens in the server: one acquire call with its
+ * wait argument, retried after a transient failure while the wait has
+ * time left.  Once granted, the renewer thread starts (lease_renewer.cpp);
+ * release() stops it through the "stop" pipe and then owns the connection.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
@@ -38,13 +29,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -52,33 +40,13 @@
 #include <pqxx/except>
 
 #include "internal.hpp"
-#include "loss_state.hpp"
-#include "pq_conn.hpp"
+#include "lease_impl.hpp"
 
 namespace fence {
 
 namespace detail {
 
-using client_internal::PqConn;
-using client_internal::PqOutcome;
-
-/* Wall-clock time of a steady_clock instant, "12:00:03.214", for messages. */
-static std::string
-LocalTimeOf(Clock::time_point t)
-{
-	auto      wall = std::chrono::system_clock::now() + (t - Clock::now());
-	auto      ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch());
-	time_t    secs = static_cast<time_t>(ms.count() / 1000);
-	struct tm tmv;
-	char      buf[32];
-	localtime_r(&secs, &tmv);
-	std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03d", tmv.tm_hour, tmv.tm_min, tmv.tm_sec,
-				  static_cast<int>(ms.count() % 1000));
-	return buf;
-}
-
-/* "connection lost: <libpq>", "server error 57P01: <message>". */
-static std::string
+std::string
 Describe(const PqOutcome &o)
 {
 	switch (o.kind)
@@ -97,267 +65,76 @@ Describe(const PqOutcome &o)
 	return "ok";
 }
 
-struct LeaseImpl
+LeaseImpl::~LeaseImpl()
 {
-	std::string               conninfo;
-	std::string               name;
-	std::string               holder;
-	std::chrono::milliseconds ttl{0};
-	std::chrono::milliseconds interval{0};
-	std::chrono::milliseconds margin{0};
-	std::chrono::milliseconds connect_timeout{0};
-	int                       permits = 0;      /* 0: a lease; else a semaphore permit */
-	bool                      campaign = false; /* fence.campaign / fence.resign */
-	Lease::LossCallback       on_lost;
-	RetryCallback             on_retry;
-	std::int64_t              token = 0;
-
-	PqConn                     conn; /* the renewer's, then release()'s */
-	std::atomic<int>           backend_pid{0};
-	std::atomic<std::uint64_t> renewals{0};
-	std::atomic<std::uint64_t> reconnects{0};
-
-	std::shared_ptr<LossState> state = std::make_shared<LossState>();
-	std::atomic<bool>          loss_reported{false};
-
-	int         stop_rd = -1; /* readable once release()/the destructor asks */
-	int         stop_wr = -1;
-	bool        finished = false; /* released or destroyed */
-	std::thread renewer;
-
-	~LeaseImpl()
-	{
-		if (stop_rd >= 0)
-			::close(stop_rd);
-		if (stop_wr >= 0)
-			::close(stop_wr);
-	}
-
-	void
-	ReportLoss(Lease::LossReason reason, const std::string &message) noexcept
-	{
-		state->MarkLost();
-		if (loss_reported.exchange(true) || !on_lost)
-			return;
-		try
-		{
-			on_lost(reason, message);
-		}
-		catch (...)
-		{
-		}
-	}
-
-	void
-	ReportRetry(const std::string &message) noexcept
-	{
-		if (!on_retry)
-			return;
-		try
-		{
-			on_retry(message);
-		}
-		catch (...)
-		{
-		}
-	}
-
-	/* Sleeps until `t` or a stop request; false on a stop request. */
-	bool
-	SleepUntil(Clock::time_point t) const noexcept
-	{
-		for (;;)
-		{
-			auto now = Clock::now();
-			if (now >= t)
-				return true;
-			auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1;
-			struct pollfd p = {stop_rd, POLLIN, 0};
-			int           n = ::poll(&p, 1, ms > 60000 ? 60000 : static_cast<int>(ms));
-			if (n > 0)
-				return false;
-			if (n < 0 && errno != EINTR)
-				return false;
-		}
-	}
-
-	/* The statement that renews (or releases, or acquires) in one round trip. */
-	std::string
-	Call(const char *function, Clock::duration time_left, bool with_ttl, bool with_token) const
-	{
-		std::string sql =
-			"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(time_left) +
-			"; SELECT fence." + function + "(" + conn.Literal(name);
-		if (with_token)
-			sql += ", " + std::to_string(token);
-		if (with_ttl)
-			sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
-		if (!with_token && !holder.empty())
-			sql += ", " + conn.Literal(holder);
-		return sql + ")";
-	}
-
-	/*
-	 * The acquisition, waiting in the server up to `wait` (zero: not at
-	 * all): lease_acquire or semaphore_acquire, named arguments so that
-	 * holder may be left out.  The statement is bounded by wait + TTL.
-	 */
-	std::string
-	AcquireCall(std::chrono::milliseconds wait) const
-	{
-		std::string sql =
-			"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(wait + ttl) +
-			"; SELECT fence.";
-		if (campaign)
-		{
-			/* campaign(name, candidate, ttl, wait): the candidate is the holder */
-			sql += "campaign(" + conn.Literal(name) + ", " + conn.Literal(holder) + ", " +
-				   conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
-			if (wait > std::chrono::milliseconds::zero())
-				sql += ", " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
-			return sql + ")";
-		}
-		sql += permits > 0 ? "semaphore_acquire(" : "lease_acquire(";
-		sql += conn.Literal(name);
-		if (permits > 0)
-			sql += ", " + std::to_string(permits);
-		sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
-		if (!holder.empty())
-			sql += ", holder => " + conn.Literal(holder);
-		if (wait > std::chrono::milliseconds::zero())
-			sql +=
-				", wait => " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
-		return sql + ")";
-	}
-
-	PqOutcome
-	Connect(Clock::time_point deadline, int stop_fd)
-	{
-		backend_pid.store(0);
-		/* application_name: the holder (candidate), unless the conninfo sets one. */
-		PqOutcome c = conn.Connect(conninfo, std::min(deadline, Clock::now() + connect_timeout),
-								   stop_fd, holder);
-		if (c.ok())
-			backend_pid.store(conn.backend_pid());
-		return c;
-	}
-
-	void RenewerLoop() noexcept;
-	void RenewerLoopBody();
-};
-
-/* The renewer thread's top: nothing may escape it (it would call std::terminate). */
-void
-LeaseImpl::RenewerLoop() noexcept
-{
-	try
-	{
-		RenewerLoopBody();
-	}
-	catch (...)
-	{
-		ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: internal error");
-	}
+	if (stop_rd >= 0)
+		::close(stop_rd);
+	if (stop_wr >= 0)
+		::close(stop_wr);
 }
 
-void
-LeaseImpl::RenewerLoopBody()
+/* The statement that renews (or releases, or acquires) in one round trip. */
+std::string
+LeaseImpl::Call(const char *function, Clock::duration time_left, bool with_ttl,
+				bool with_token) const
 {
-	constexpr std::chrono::milliseconds kFirstBackoff(50);
-	Clock::time_point                   next = Clock::now() + interval;
-	Clock::duration                     backoff = kFirstBackoff;
-	std::string                         last_error;
+	std::string sql = "SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(time_left) +
+					  "; SELECT fence." + function + "(" + conn.Literal(name);
+	if (with_token)
+		sql += ", " + std::to_string(token);
+	if (with_ttl)
+		sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+	if (!with_token && !holder.empty())
+		sql += ", " + conn.Literal(holder);
+	return sql + ")";
+}
 
-	for (;;)
+/*
+ * The acquisition, waiting in the server up to `wait` (zero: not at
+ * all): lease_acquire or semaphore_acquire, named arguments so that
+ * holder may be left out.  The statement is bounded by wait + TTL.
+ */
+std::string
+LeaseImpl::AcquireCall(std::chrono::milliseconds wait) const
+{
+	std::string sql =
+		"SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(wait + ttl) +
+		"; SELECT fence.";
+	if (campaign)
 	{
-		std::int64_t d = state->deadline.load();
-		if (d == kReleased)
-			return;
-		if (d != kLost && !SleepUntil(std::min(next, FromNs(d))))
-			return; /* release or destruction: not a loss */
-		if (state->CheckLost())
-		{
-			std::string msg = "lease deadline passed without a successful renewal (local clock)";
-			if (!last_error.empty())
-				msg += "; last error: " + last_error;
-			ReportLoss(Lease::LossReason::kDeadline, msg);
-			return;
-		}
-		if (Clock::now() < next)
-			continue;
-
-		const Clock::time_point deadline = FromNs(state->deadline.load());
-		PqOutcome               r;
-		Clock::time_point       sent = Clock::now();
-		if (!conn.connected())
-		{
-			r = Connect(deadline, stop_rd);
-			if (r.ok())
-				reconnects++;
-		}
-		if (r.ok())
-		{
-			sent = Clock::now();
-			std::string sql;
-			try
-			{
-				sql = Call("lease_renew", deadline - sent, true, true);
-			}
-			catch (...)
-			{
-				ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: out of memory");
-				return;
-			}
-			r = conn.Exec(sql, deadline, stop_rd);
-		}
-
-		switch (r.kind)
-		{
-			case PqOutcome::kStopped:
-				return;
-			case PqOutcome::kDeadline:
-				last_error = "no answer before the deadline";
-				continue; /* the check above reports it */
-			case PqOutcome::kOk:
-				if (r.value && *r.value == "t")
-				{
-					if (!state->Extend(ToNs(lease_local_deadline(sent, ttl, margin))))
-						continue; /* the deadline passed while it was in flight */
-					renewals++;
-					last_error.clear();
-					backoff = kFirstBackoff;
-					next = sent + interval;
-					continue;
-				}
-				ReportLoss(
-					Lease::LossReason::kRefused,
-					"lease renewal refused: the lease expired or was taken over by another holder");
-				return;
-			case PqOutcome::kServerError:
-			case PqOutcome::kConnectionLost:
-				break;
-		}
-		if (!client_internal::IsTransient(r))
-		{
-			ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: " + Describe(r));
-			return;
-		}
-		if (r.kind == PqOutcome::kServerError && r.sqlstate.rfind("08", 0) != 0)
-		{
-			/* Server up but not serving us now (shutdown, standby...): a fresh session next time. */
-			if (r.sqlstate.rfind("57P", 0) == 0 || r.sqlstate == "25006")
-				conn.Close();
-		}
-		last_error = Describe(r);
-		ReportRetry("lease renewal failed: " + last_error + "; retrying until " +
-					LocalTimeOf(FromNs(state->last_deadline.load())) + " (local time)");
-		next = Clock::now() + backoff;
-		backoff = std::min<Clock::duration>(backoff * 2, interval);
+		/* campaign(name, candidate, ttl, wait): the candidate is the holder */
+		sql += "campaign(" + conn.Literal(name) + ", " + conn.Literal(holder) + ", " +
+			   conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+		if (wait > std::chrono::milliseconds::zero())
+			sql += ", " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
+		return sql + ")";
 	}
+	sql += permits > 0 ? "semaphore_acquire(" : "lease_acquire(";
+	sql += conn.Literal(name);
+	if (permits > 0)
+		sql += ", " + std::to_string(permits);
+	sql += ", " + conn.Literal(client_internal::IntervalLiteral(ttl)) + "::interval";
+	if (!holder.empty())
+		sql += ", holder => " + conn.Literal(holder);
+	if (wait > std::chrono::milliseconds::zero())
+		sql += ", wait => " + conn.Literal(client_internal::IntervalLiteral(wait)) + "::interval";
+	return sql + ")";
+}
+
+PqOutcome
+LeaseImpl::Connect(Clock::time_point deadline, int stop_fd)
+{
+	backend_pid.store(0);
+	/* application_name: the holder (candidate), unless the conninfo sets one. */
+	PqOutcome c =
+		conn.Connect(conninfo, std::min(deadline, Clock::now() + connect_timeout), stop_fd, holder);
+	if (c.ok())
+		backend_pid.store(conn.backend_pid());
+	return c;
 }
 
 /* Throws what a failed acquisition or release reports (the documented pqxx types). */
-[[noreturn]] static void
+[[noreturn]] void
 ThrowOutcome(const PqOutcome &o, const std::string &query)
 {
 	if (o.kind == PqOutcome::kServerError)

@@ -10,7 +10,7 @@
  * late answer never makes a lost session alive again.  The time of the
  * last successful check is a second atomic word, so lost() needs no lock.
  *
- * Threads, as in lease.cpp.  The checker runs SELECT 1 every interval
+ * Threads, as in lease_renewer.cpp.  The checker runs SELECT 1 every interval
  * (counted from the end of the previous check), or at once when resume()
  * asks.  The watchdog sleeps until (last success) + interval + timeout,
  * moved on by each success; at that moment it declares the loss and, if a

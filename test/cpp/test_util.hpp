@@ -2,8 +2,10 @@
  *
  * test_util.hpp
  *	  What the Catch2 tests share: the extension in the test database,
- *	  names no other test uses, waiting for a condition, and a recorder
- *	  for loss callbacks.
+ *	  skipping what an older server lacks, names no other test uses,
+ *	  releasing a lease, waiting for a condition, a recorder for loss
+ *	  callbacks, and freezing a backend.  A call that waits in a thread of
+ *	  its own: waiter.hpp.
  *
  * The tests connect with libpq's environment (PGHOST, PGPORT, PGUSER,
  * PGDATABASE), e.g. under scripts/temp-cluster.sh.
@@ -17,15 +19,21 @@
  */
 #pragma once
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include <pqxx/pqxx>
+
+#include "pqxx_compat.hpp"
 
 namespace fence_test {
 
@@ -59,6 +67,15 @@ Unique(const std::string &suite, const std::string &base)
 {
 	static int n = 0;
 	return suite + "/" + base + "/" + std::to_string(getpid()) + "/" + std::to_string(++n);
+}
+
+/* fence.lease_release(name, token) (a lease or a semaphore permit) on `c`. */
+inline bool
+ReleaseLease(pqxx::connection &c, const std::string &name, std::int64_t token)
+{
+	pqxx::nontransaction tx(c);
+	return fence::pqxx_compat::ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0]
+		.as<bool>();
 }
 
 /* Polls pred every 5 ms until it holds or limit passes; returns its last value. */
@@ -102,4 +119,69 @@ template <typename Reason> struct LossLog
 	}
 };
 
+/*
+ * SIGSTOPs a backend of the test server until destroyed (or Thaw()), as a
+ * dead network would look: no answer, no error.  frozen() is false when
+ * that is not possible here: the pid must be a PostgreSQL process on this
+ * machine (its /proc command line says "postgres"), and we must be allowed
+ * to signal it (root, or the server's OS user).
+ */
+class FrozenBackend
+{
+public:
+	explicit FrozenBackend(int pid) : pid_(pid)
+	{
+		std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+		std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+		frozen_ = cmdline.find("postgres") != std::string::npos && kill(pid, SIGSTOP) == 0;
+	}
+	~FrozenBackend() { Thaw(); }
+	FrozenBackend(const FrozenBackend &) = delete;
+	FrozenBackend &operator=(const FrozenBackend &) = delete;
+
+	bool
+	frozen() const
+	{
+		return frozen_;
+	}
+	void
+	Thaw()
+	{
+		if (frozen_)
+			kill(pid_, SIGCONT);
+		frozen_ = false;
+	}
+
+private:
+	int  pid_;
+	bool frozen_ = false;
+};
+
 } // namespace fence_test
+
+/*
+ * Ends the test case with a warning, "skipped: SIGNATURE is missing", unless
+ * the server's pg_fence has that function (HasFunction).  For use in a
+ * TEST_CASE body (Catch2's WARN).
+ */
+#define FENCE_TEST_SKIP_UNLESS_FUNCTION(signature)                        \
+	do                                                                    \
+	{                                                                     \
+		if (!fence_test::HasFunction(signature))                          \
+		{                                                                 \
+			WARN("skipped: " << std::string(signature) << " is missing"); \
+			return;                                                       \
+		}                                                                 \
+	} while (0)
+
+/* Ends the test case with a warning unless the FrozenBackend `fb` of backend `pid` is frozen. */
+#define FENCE_TEST_SKIP_UNLESS_FROZEN(fb, pid)                                                \
+	do                                                                                        \
+	{                                                                                         \
+		if (!(fb).frozen())                                                                   \
+		{                                                                                     \
+			WARN("skipped: cannot stop backend "                                              \
+				 << (pid) << " (not on this machine, or not root nor the server's OS user)"); \
+			return;                                                                           \
+		}                                                                                     \
+	} while (0)

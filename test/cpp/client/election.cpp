@@ -37,6 +37,7 @@
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::ExecParams1;
 
@@ -46,15 +47,8 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using fence_test::WaitFor;
 
-#define REQUIRE_ELECTIONS()                                                          \
-	do                                                                               \
-	{                                                                                \
-		if (!fence_test::HasFunction("fence.campaign(text,text,interval,interval)")) \
-		{                                                                            \
-			WARN("skipped: fence.campaign(text,text,interval,interval) is missing"); \
-			return;                                                                  \
-		}                                                                            \
-	} while (0)
+#define REQUIRE_ELECTIONS() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.campaign(text,text,interval,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -150,22 +144,17 @@ TEST_CASE("Election: one leader at a time; a waiting candidate is elected with a
 	CHECK_FALSE(b.is_leader());
 
 	/* B waits in the server; A's resign elects it at once (A's TTL is a minute). */
-	std::atomic<bool> b_done{false};
-	bool              b_elected = false;
-	std::thread       t([&] {
-        b_elected = b.campaign(60s);
-        b_done = true;
-    });
-	std::this_thread::sleep_for(200ms);
-	CHECK_FALSE(b_done.load());
+	fence_test::Waiter<bool> b_campaign;
+	b_campaign.Start([&] { return b.campaign(60s); });
+	CHECK_FALSE(b_campaign.Finished(200ms));
 	const std::int64_t a_term = a.term();
 	fence::LossToken   a_tok = a.loss_token();
 	t0 = Clock::now();
 	CHECK(a.resign());
-	CHECK(WaitFor([&] { return b_done.load(); }, 20s));
-	t.join();
-	CHECK(Clock::now() - t0 < 20s);
-	REQUIRE(b_elected);
+	REQUIRE(b_campaign.Finished(20s));
+	CHECK(b_campaign.error.empty());
+	CHECK(b_campaign.done_at - t0 < 20s);
+	REQUIRE(b_campaign.result);
 	CHECK(b.is_leader());
 	CHECK(b.term() > a_term);
 	CHECK(elected_term.load() == b.term());
@@ -186,25 +175,20 @@ TEST_CASE("Election: the destructor resigns, so the waiting candidate is elected
 		  "[client][election]")
 {
 	REQUIRE_ELECTIONS();
-	const std::string name = Unique("dtor");
-	pqxx::connection  sql("");
-	std::int64_t      a_term;
-	fence::Election   b("", name, 60s, Candidate("B"));
-	std::atomic<bool> b_done{false};
-	std::thread       t;
+	const std::string        name = Unique("dtor");
+	pqxx::connection         sql("");
+	std::int64_t             a_term;
+	fence::Election          b("", name, 60s, Candidate("B"));
+	fence_test::Waiter<bool> b_campaign;
 	{
 		fence::Election a("", name, 60s, Candidate("A"));
 		REQUIRE(a.campaign(0ms));
 		a_term = a.term();
-		t = std::thread([&] {
-			b.campaign(60s);
-			b_done = true;
-		});
-		std::this_thread::sleep_for(200ms);
-		CHECK_FALSE(b_done.load());
+		b_campaign.Start([&] { return b.campaign(60s); });
+		CHECK_FALSE(b_campaign.Finished(200ms));
 	}
-	CHECK(WaitFor([&] { return b_done.load(); }, 20s));
-	t.join();
+	CHECK(b_campaign.Finished(20s));
+	CHECK(b_campaign.error.empty());
 	REQUIRE(b.is_leader());
 	CHECK(b.term() > a_term);
 	CHECK(LeaderRow(sql, name) == "B/" + std::to_string(b.term()));

@@ -19,10 +19,8 @@
  */
 #include "catch2_compat.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <chrono>
 #include <mutex>
@@ -35,6 +33,7 @@
 #include "pg_fence/client.hpp"
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams;
@@ -45,21 +44,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-bool
-LeasesAvailable()
-{
-	return fence_test::HasFunction("fence.lease_acquire(text,interval,text,interval)");
-}
-
-#define REQUIRE_LEASES()                                                                  \
-	do                                                                                    \
-	{                                                                                     \
-		if (!LeasesAvailable())                                                           \
-		{                                                                                 \
-			WARN("skipped: fence.lease_acquire(text,interval,text,interval) is missing"); \
-			return;                                                                       \
-		}                                                                                 \
-	} while (0)
+#define REQUIRE_LEASES() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.lease_acquire(text,interval,text,interval)")
 
 using fence_test::WaitFor;
 using LossLog = fence_test::LossLog<fence::LossReason>;
@@ -192,26 +178,18 @@ TEST_CASE("Lease: try_acquire_for waits in the server, woken by the release; a w
 	auto              held = AcquireRaw(other, name, "1 hour");
 	REQUIRE(held.has_value());
 
-	std::optional<fence::Lease> got;
-	std::atomic<bool>           done{false};
-	Clock::time_point           done_at;
-	std::thread                 t([&] {
-        got = fence::Lease::try_acquire_for("", name, 1s, 30s);
-        done_at = Clock::now();
-        done.store(true);
-    });
+	fence_test::Waiter<std::optional<fence::Lease>> w;
+	w.Start([&] { return fence::Lease::try_acquire_for("", name, 1s, 30s); });
 	/* one backend sleeps in the server (no polling: one call, wait event Extension) */
 	CHECK(WaitFor([&] { return ServerSideWaiters(other, name) == 1; }, 5s));
-	std::this_thread::sleep_for(1500ms); /* longer than the TTL */
-	CHECK_FALSE(done.load());
+	CHECK_FALSE(w.Finished(1500ms)); /* longer than the TTL */
 	auto released_at = Clock::now();
-	{
-		pqxx::nontransaction tx(other);
-		CHECK(ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, *held)[0].as<bool>());
-	}
-	t.join();
+	CHECK(fence_test::ReleaseLease(other, name, *held));
+	REQUIRE(w.Finished(30s));
+	CHECK(w.error.empty());
+	std::optional<fence::Lease> &got = w.result;
 	REQUIRE(got.has_value());
-	CHECK(done_at - released_at < 1s);
+	CHECK(w.done_at - released_at < 1s);
 	CHECK(got->token() > *held);
 	CHECK_FALSE(got->lost());
 	/* the deadline counts from the confirmation, not from the request sent 1.5 s earlier */
@@ -569,16 +547,8 @@ TEST_CASE(
 	REQUIRE(lease.has_value());
 	const int pid = lease->backend_pid();
 	/* Freeze the backend (like a dead network: no answer, no error). */
-	if (kill(pid, SIGSTOP) != 0)
-	{
-		WARN("skipped: cannot stop backend " << pid << " (not root, and not the server's OS user)");
-		return;
-	}
-	struct Resume
-	{
-		int pid;
-		~Resume() { kill(pid, SIGCONT); }
-	} resume{pid};
+	fence_test::FrozenBackend frozen(pid);
+	FENCE_TEST_SKIP_UNLESS_FROZEN(frozen, pid);
 	auto t0 = Clock::now();
 	REQUIRE(WaitFor([&] { return lease->lost(); }, 2s));
 	CHECK(Clock::now() - t0 < 1s);

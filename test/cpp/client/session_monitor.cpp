@@ -28,8 +28,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -72,55 +70,6 @@ StartsWith(const std::string &s, const std::string &prefix)
 {
 	return s.rfind(prefix, 0) == 0;
 }
-
-/*
- * SIGSTOPs a backend of the test server until destroyed (or Thaw()).
- * frozen() is false when that is not possible here: the pid must be a
- * PostgreSQL process on this machine (its /proc command line says
- * "postgres"), and we must be allowed to signal it.
- */
-class FrozenBackend
-{
-public:
-	explicit FrozenBackend(int pid) : pid_(pid)
-	{
-		std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
-		std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-		frozen_ = cmdline.find("postgres") != std::string::npos && kill(pid, SIGSTOP) == 0;
-	}
-	~FrozenBackend() { Thaw(); }
-	FrozenBackend(const FrozenBackend &) = delete;
-	FrozenBackend &operator=(const FrozenBackend &) = delete;
-
-	bool
-	frozen() const
-	{
-		return frozen_;
-	}
-	void
-	Thaw()
-	{
-		if (frozen_)
-			kill(pid_, SIGCONT);
-		frozen_ = false;
-	}
-
-private:
-	int  pid_;
-	bool frozen_ = false;
-};
-
-const char kCannotFreeze[] = "(not on this machine, or not root nor the server's OS user)";
-
-#define SKIP_UNLESS_FROZEN(fb, pid)                                                 \
-	do                                                                              \
-	{                                                                               \
-		if (!(fb).frozen())                                                         \
-		{                                                                           \
-			WARN("skipped: cannot stop backend " << (pid) << " " << kCannotFreeze); \
-			return;                                                                 \
-		}                                                                           \
-	} while (0)
 
 } // namespace
 
@@ -237,8 +186,8 @@ TEST_CASE(
 	std::this_thread::sleep_for(300ms); /* one check answered */
 	CHECK_FALSE(monitor.lost());
 
-	FrozenBackend fb(pid);
-	SKIP_UNLESS_FROZEN(fb, pid);
+	fence_test::FrozenBackend fb(pid);
+	FENCE_TEST_SKIP_UNLESS_FROZEN(fb, pid);
 	auto t0 = Clock::now();
 	REQUIRE(WaitFor([&] { return monitor.lost(); }, 3s));
 	/* At most interval + timeout after the last answer, which came before t0. */
@@ -328,8 +277,8 @@ TEST_CASE(
 		fence::SessionMonitor monitor(conn, opts);
 		monitor.suspend();
 		{
-			FrozenBackend fb(pid);
-			SKIP_UNLESS_FROZEN(fb, pid);
+			fence_test::FrozenBackend fb(pid);
+			FENCE_TEST_SKIP_UNLESS_FROZEN(fb, pid);
 			std::this_thread::sleep_for(
 				900ms); /* twice interval + timeout, the check in flight hangs */
 			CHECK_FALSE(monitor.lost());
@@ -352,8 +301,8 @@ TEST_CASE(
 		const int             pid = conn.backendpid();
 		fence::SessionMonitor monitor(conn, opts);
 		monitor.suspend();
-		FrozenBackend fb(pid);
-		SKIP_UNLESS_FROZEN(fb, pid);
+		fence_test::FrozenBackend fb(pid);
+		FENCE_TEST_SKIP_UNLESS_FROZEN(fb, pid);
 		std::this_thread::sleep_for(200ms);
 		auto t0 = Clock::now();
 		CHECK_FALSE(monitor.resume());

@@ -23,13 +23,11 @@
  */
 #include <poll.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <libpq-fe.h>
@@ -39,6 +37,7 @@
 
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::ExecParams1;
 
@@ -46,16 +45,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using fence_test::SqlWaiter;
 
-#define REQUIRE_ELECTIONS()                                                          \
-	do                                                                               \
-	{                                                                                \
-		if (!fence_test::HasFunction("fence.campaign(text,text,interval,interval)")) \
-		{                                                                            \
-			WARN("skipped: fence.campaign is missing");                              \
-			return;                                                                  \
-		}                                                                            \
-	} while (0)
+#define REQUIRE_ELECTIONS() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.campaign(text,text,interval,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -95,51 +88,12 @@ LeaderOf(pqxx::connection &c, const std::string &name)
 	return r[0].as<std::string>();
 }
 
-/* A campaigner with a wait, on its own connection, in a thread. */
-struct Campaigner
+/* Sets `w` (waiter.hpp) waiting in campaign(name, candidate, '1 hour', wait). */
+void
+StartCampaign(SqlWaiter &w, const std::string &name, const std::string &candidate, const char *wait)
 {
-	pqxx::connection            conn{""};
-	std::thread                 thread;
-	std::atomic<bool>           done{false};
-	std::optional<std::int64_t> term;        /* read after done */
-	std::string                 error_state; /* read after done */
-	Clock::time_point           done_at;
-
-	~Campaigner()
-	{
-		if (thread.joinable())
-			thread.join();
-	}
-
-	void
-	Start(const std::string &name, const std::string &candidate, const char *wait)
-	{
-		thread = std::thread([this, name, candidate, wait]() {
-			try
-			{
-				term = Campaign(conn, name, candidate, "1 hour", wait);
-			}
-			catch (const std::exception &e)
-			{
-				error_state = e.what();
-			}
-			done_at = Clock::now();
-			done.store(true);
-		});
-	}
-	bool
-	Finished(std::chrono::milliseconds within)
-	{
-		auto until = Clock::now() + within;
-		while (!done.load() && Clock::now() < until)
-			std::this_thread::sleep_for(5ms);
-		if (!done.load())
-			return false;
-		if (thread.joinable())
-			thread.join();
-		return true;
-	}
-};
+	w.StartOn([=](pqxx::connection &c) { return Campaign(c, name, candidate, "1 hour", wait); });
+}
 
 /* A libpq connection that LISTENs on pg_fence. */
 class Listener
@@ -229,21 +183,21 @@ TEST_CASE("election: a resignation wakes the waiting campaigner, elected with a 
 	auto              term = Campaign(h, name, "node-a", "1 hour");
 	REQUIRE(term.has_value());
 
-	Campaigner w;
-	w.Start(name, "node-b", "60 s");
+	SqlWaiter w;
+	StartCampaign(w, name, "node-b", "60 s");
 	CHECK_FALSE(w.Finished(500ms)); /* waiting in the server */
 	CHECK(LeaderOf(h, name) == "node-a");
 
 	auto resigned_at = Clock::now();
 	REQUIRE(Resign(h, name, *term));
 	REQUIRE(w.Finished(5s));
-	CHECK(w.error_state.empty());
-	REQUIRE(w.term.has_value());
-	CHECK(*w.term > *term);
+	CHECK(w.error.empty());
+	REQUIRE(w.result.has_value());
+	CHECK(*w.result > *term);
 	CHECK(w.done_at - resigned_at < 2s); /* woken by the resignation, not by the 60 s wait */
 	CHECK(LeaderOf(h, name) == "node-b");
 	CHECK_FALSE(Resign(h, name, *term)); /* the old term is gone for good */
-	CHECK(Resign(w.conn, name, *w.term));
+	CHECK(Resign(w.conn, name, *w.result));
 	CHECK(LeaderOf(h, name).empty());
 }
 
@@ -255,15 +209,15 @@ TEST_CASE("election: the leader's expiry wakes the waiting campaigner", "[server
 	auto              term = Campaign(h, name, "node-a", "1 second");
 	REQUIRE(term.has_value());
 
-	auto       t0 = Clock::now();
-	Campaigner w;
-	w.Start(name, "node-b", "60 s");
+	auto      t0 = Clock::now();
+	SqlWaiter w;
+	StartCampaign(w, name, "node-b", "60 s");
 	REQUIRE(w.Finished(10s));
-	REQUIRE(w.term.has_value());
-	CHECK(*w.term > *term);
+	REQUIRE(w.result.has_value());
+	CHECK(*w.result > *term);
 	CHECK(w.done_at - t0 < 5s);
 	CHECK_FALSE(Resign(h, name, *term));
-	CHECK(Resign(w.conn, name, *w.term));
+	CHECK(Resign(w.conn, name, *w.result));
 }
 
 TEST_CASE("election: a waiting campaign that sees no resignation returns NULL after its wait",
@@ -275,11 +229,11 @@ TEST_CASE("election: a waiting campaign that sees no resignation returns NULL af
 	auto              term = Campaign(h, name, "node-a", "1 hour");
 	REQUIRE(term.has_value());
 
-	Campaigner w;
-	w.Start(name, "node-b", "300 ms");
+	SqlWaiter w;
+	StartCampaign(w, name, "node-b", "300 ms");
 	REQUIRE(w.Finished(10s));
-	CHECK(w.error_state.empty());
-	CHECK_FALSE(w.term.has_value());
+	CHECK(w.error.empty());
+	CHECK_FALSE(w.result.has_value());
 	CHECK(LeaderOf(h, name) == "node-a");
 	CHECK(Resign(h, name, *term));
 }

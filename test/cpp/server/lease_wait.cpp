@@ -23,9 +23,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -38,6 +38,7 @@
 
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams;
@@ -47,22 +48,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using fence_test::ReleaseLease;
+using fence_test::SqlWaiter;
 
-bool
-WaitingAvailable()
-{
-	return fence_test::HasFunction("fence.lease_acquire(text,interval,text,interval)");
-}
-
-#define REQUIRE_WAITING()                                               \
-	do                                                                  \
-	{                                                                   \
-		if (!WaitingAvailable())                                        \
-		{                                                               \
-			WARN("skipped: fence.lease_acquire(..., wait) is missing"); \
-			return;                                                     \
-		}                                                               \
-	} while (0)
+#define REQUIRE_WAITING() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.lease_acquire(text,interval,text,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -86,64 +76,13 @@ Acquire(pqxx::connection &c, const std::string &name, const std::string &ttl,
 	return r[0].as<std::int64_t>();
 }
 
-bool
-Release(pqxx::connection &c, const std::string &name, std::int64_t token)
+/* Sets `w` (waiter.hpp) waiting in lease_acquire(name, ttl, NULL, wait). */
+void
+StartAcquire(SqlWaiter &w, const std::string &name, const char *wait,
+			 const std::string &ttl = "1 hour")
 {
-	pqxx::nontransaction tx(c);
-	return ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>();
+	w.StartOn([=](pqxx::connection &c) { return Acquire(c, name, ttl, wait); });
 }
-
-/* A waiter on its own connection: lease_acquire with a wait, in a thread. */
-struct Waiter
-{
-	pqxx::connection            conn{""};
-	int                         pid = conn.backendpid();
-	std::thread                 thread;
-	std::atomic<bool>           done{false};
-	std::optional<std::int64_t> token;       /* read after done */
-	std::string                 error_state; /* SQLSTATE if it raised; read after done */
-	Clock::time_point           done_at;
-
-	~Waiter()
-	{
-		if (thread.joinable())
-			thread.join();
-	}
-
-	void
-	Start(const std::string &name, const char *wait, const std::string &ttl = "1 hour")
-	{
-		thread = std::thread([this, name, wait, ttl]() {
-			try
-			{
-				token = Acquire(conn, name, ttl, wait);
-			}
-			catch (const pqxx::sql_error &e)
-			{
-				error_state = e.sqlstate();
-			}
-			catch (const std::exception &e)
-			{
-				error_state = "other: " + std::string(e.what());
-			}
-			done_at = Clock::now();
-			done.store(true);
-		});
-	}
-	/* Has it returned within `within`?  Joins the thread when it has. */
-	bool
-	Finished(std::chrono::milliseconds within)
-	{
-		auto until = Clock::now() + within;
-		while (!done.load() && Clock::now() < until)
-			std::this_thread::sleep_for(5ms);
-		if (!done.load())
-			return false;
-		if (thread.joinable())
-			thread.join();
-		return true;
-	}
-};
 
 /* pg_stat_activity's wait event of a backend. */
 std::string
@@ -169,22 +108,22 @@ TEST_CASE("lease wait: a release wakes the waiter at once, which gets the lease"
 	auto              held = Acquire(h, name, "1 hour");
 	REQUIRE(held.has_value());
 
-	Waiter w;
-	w.Start(name, "60 s");
+	SqlWaiter w;
+	StartAcquire(w, name, "60 s");
 	CHECK_FALSE(w.Finished(500ms)); /* waiting, not polling out */
 	const std::string event = WaitEventOf(h, w.pid);
 	/* 17+: a named wait event; 15/16: the generic one */
 	CHECK((event == "Extension/PgFenceLease" || event == "Extension/Extension"));
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *held));
+	REQUIRE(ReleaseLease(h, name, *held));
 	REQUIRE(w.Finished(5s));
-	auto got = w.token;
-	CHECK(w.error_state.empty());
+	auto got = w.result;
+	CHECK(w.error.empty());
 	REQUIRE(got.has_value());
 	CHECK(*got > *held);
 	CHECK(w.done_at - released_at < 2s); /* woken by the release, not by the 60 s wait */
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: the holder's expiry wakes the waiter", "[server][lease_wait]")
@@ -194,15 +133,15 @@ TEST_CASE("lease wait: the holder's expiry wakes the waiter", "[server][lease_wa
 	pqxx::connection  h("");
 	auto              held = Acquire(h, name, "1 second");
 	REQUIRE(held.has_value());
-	auto   t0 = Clock::now();
-	Waiter w;
-	w.Start(name, "60 s");
+	auto      t0 = Clock::now();
+	SqlWaiter w;
+	StartAcquire(w, name, "60 s");
 	REQUIRE(w.Finished(10s));
-	auto got = w.token;
+	auto got = w.result;
 	REQUIRE(got.has_value());
 	CHECK(*got > *held);
 	CHECK(w.done_at - t0 < 5s);
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: a grant in flight that rolls back wakes the waiter", "[server][lease_wait]")
@@ -215,16 +154,16 @@ TEST_CASE("lease wait: a grant in flight that rolls back wakes the waiter", "[se
 		ExecParams1(tx, "SELECT fence.lease_acquire($1, '1 hour')", name)[0].as<std::int64_t>();
 	CHECK(held > 0);
 
-	Waiter w;
-	w.Start(name, "60 s");
+	SqlWaiter w;
+	StartAcquire(w, name, "60 s");
 	CHECK_FALSE(w.Finished(500ms));
 	auto rolled_back_at = Clock::now();
 	tx.abort();
 	REQUIRE(w.Finished(5s));
-	auto got = w.token;
+	auto got = w.result;
 	REQUIRE(got.has_value());
 	CHECK(w.done_at - rolled_back_at < 2s);
-	CHECK(Release(w.conn, name, *got));
+	CHECK(ReleaseLease(w.conn, name, *got));
 }
 
 TEST_CASE("lease wait: first come, first served; one release wakes one waiter",
@@ -236,29 +175,29 @@ TEST_CASE("lease wait: first come, first served; one release wakes one waiter",
 	auto              held = Acquire(h, name, "1 hour");
 	REQUIRE(held.has_value());
 
-	std::vector<std::unique_ptr<Waiter>> ws;
+	std::vector<std::unique_ptr<SqlWaiter>> ws;
 	for (int i = 0; i < 4; i++)
 	{
-		ws.push_back(std::make_unique<Waiter>());
-		ws.back()->Start(name, "60 s");
+		ws.push_back(std::make_unique<SqlWaiter>());
+		StartAcquire(*ws.back(), name, "60 s");
 		std::this_thread::sleep_for(150ms); /* a clear arrival order */
 	}
 	for (auto &w : ws)
 		CHECK_FALSE(w->Finished(0ms));
 
 	std::int64_t prev = *held;
-	REQUIRE(Release(h, name, prev));
+	REQUIRE(ReleaseLease(h, name, prev));
 	for (std::size_t i = 0; i < ws.size(); i++)
 	{
 		/* the oldest remaining waiter gets it; the others keep waiting */
 		REQUIRE(ws[i]->Finished(5s));
-		auto got = ws[i]->token;
+		auto got = ws[i]->result;
 		REQUIRE(got.has_value());
 		CHECK(*got > prev);
 		for (std::size_t j = i + 1; j < ws.size(); j++)
 			CHECK_FALSE(ws[j]->Finished(i + 1 == ws.size() ? 0ms : 300ms));
 		prev = *got;
-		CHECK(Release(ws[i]->conn, name, prev));
+		CHECK(ReleaseLease(ws[i]->conn, name, prev));
 	}
 }
 
@@ -277,7 +216,7 @@ TEST_CASE("lease wait: the wait elapses with NULL and nothing held", "[server][l
 	pqxx::nontransaction tx(w);
 	CHECK(ExecParams1(tx, "SELECT token FROM fence.leases WHERE name = $1", name)[0]
 			  .as<std::int64_t>() == *held);
-	CHECK(Release(h, name, *held));
+	CHECK(ReleaseLease(h, name, *held));
 }
 
 TEST_CASE("lease wait: a cancelled or killed waiter leaves the queue; the next one is served",
@@ -289,12 +228,12 @@ TEST_CASE("lease wait: a cancelled or killed waiter leaves the queue; the next o
 	auto              held = Acquire(h, name, "1 hour");
 	REQUIRE(held.has_value());
 
-	Waiter cancelled, killed, served;
-	cancelled.Start(name, "60 s");
+	SqlWaiter cancelled, killed, served;
+	StartAcquire(cancelled, name, "60 s");
 	std::this_thread::sleep_for(150ms);
-	killed.Start(name, "60 s");
+	StartAcquire(killed, name, "60 s");
 	std::this_thread::sleep_for(150ms);
-	served.Start(name, "60 s");
+	StartAcquire(served, name, "60 s");
 	std::this_thread::sleep_for(150ms);
 
 	{
@@ -302,29 +241,28 @@ TEST_CASE("lease wait: a cancelled or killed waiter leaves the queue; the next o
 		CHECK(ExecParams1(tx, "SELECT pg_cancel_backend($1)", cancelled.pid)[0].as<bool>());
 	}
 	REQUIRE(cancelled.Finished(5s));
-	auto cancelled_got = cancelled.token;
+	auto cancelled_got = cancelled.result;
 	INFO("cancelled waiter: token " << (cancelled_got ? *cancelled_got : 0) << ", error "
-									<< cancelled.error_state << ", held " << *held << ", pid "
+									<< cancelled.error << ", held " << *held << ", pid "
 									<< cancelled.pid);
 	CHECK_FALSE(cancelled_got.has_value());
-	CHECK(cancelled.error_state == "57014");
+	CHECK(cancelled.sqlstate == "57014");
 	{
 		pqxx::nontransaction tx(h);
 		CHECK(ExecParams1(tx, "SELECT pg_terminate_backend($1, 5000)", killed.pid)[0].as<bool>());
 	}
 	REQUIRE(killed.Finished(5s));
-	auto killed_got = killed.token;
-	INFO("killed waiter: token " << (killed_got ? *killed_got : 0) << ", error "
-								 << killed.error_state);
+	auto killed_got = killed.result;
+	INFO("killed waiter: token " << (killed_got ? *killed_got : 0) << ", error " << killed.error);
 	CHECK_FALSE(killed_got.has_value());
-	CHECK_FALSE(killed.error_state.empty());
+	CHECK_FALSE(killed.error.empty());
 	CHECK_FALSE(served.Finished(200ms));
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *held));
+	REQUIRE(ReleaseLease(h, name, *held));
 	REQUIRE(served.Finished(5s));
-	auto got = served.token;
+	auto got = served.result;
 	REQUIRE(got.has_value());
 	CHECK(served.done_at - released_at < 2s);
-	CHECK(Release(served.conn, name, *got));
+	CHECK(ReleaseLease(served.conn, name, *got));
 }

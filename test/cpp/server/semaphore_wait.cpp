@@ -33,6 +33,7 @@
 
 #include "pqxx_compat.hpp"
 #include "test_util.hpp"
+#include "waiter.hpp"
 
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams1;
@@ -41,22 +42,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using fence_test::ReleaseLease;
+using fence_test::SqlWaiter;
 
-bool
-SemaphoresAvailable()
-{
-	return fence_test::HasFunction("fence.semaphore_acquire(text,integer,interval,text,interval)");
-}
-
-#define REQUIRE_SEMAPHORES()                                     \
-	do                                                           \
-	{                                                            \
-		if (!SemaphoresAvailable())                              \
-		{                                                        \
-			WARN("skipped: fence.semaphore_acquire is missing"); \
-			return;                                              \
-		}                                                        \
-	} while (0)
+#define REQUIRE_SEMAPHORES() \
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.semaphore_acquire(text,integer,interval,text,interval)")
 
 std::string
 Unique(const std::string &base)
@@ -81,59 +71,12 @@ Acquire(pqxx::connection &c, const std::string &name, int permits, const std::st
 	return r[0].as<std::int64_t>();
 }
 
-bool
-Release(pqxx::connection &c, const std::string &name, std::int64_t token)
+/* Sets `w` (waiter.hpp) waiting in semaphore_acquire(name, permits, '1 hour', NULL, wait). */
+void
+StartAcquire(SqlWaiter &w, const std::string &name, int permits, const std::string &wait)
 {
-	pqxx::nontransaction tx(c);
-	return ExecParams1(tx, "SELECT fence.lease_release($1, $2)", name, token)[0].as<bool>();
+	w.StartOn([=](pqxx::connection &c) { return Acquire(c, name, permits, "1 hour", wait); });
 }
-
-/* A waiter on its own connection: semaphore_acquire with a wait, in a thread. */
-struct Waiter
-{
-	pqxx::connection            conn{""};
-	std::thread                 thread;
-	std::atomic<bool>           done{false};
-	std::optional<std::int64_t> token;
-	std::string                 error;
-	Clock::time_point           done_at;
-
-	~Waiter()
-	{
-		if (thread.joinable())
-			thread.join();
-	}
-
-	void
-	Start(const std::string &name, int permits, const std::string &wait)
-	{
-		thread = std::thread([this, name, permits, wait]() {
-			try
-			{
-				token = Acquire(conn, name, permits, "1 hour", wait);
-			}
-			catch (const std::exception &e)
-			{
-				error = e.what();
-			}
-			done_at = Clock::now();
-			done.store(true);
-		});
-	}
-
-	bool
-	Finished(std::chrono::milliseconds within)
-	{
-		auto until = Clock::now() + within;
-		while (!done.load() && Clock::now() < until)
-			std::this_thread::sleep_for(5ms);
-		if (!done.load())
-			return false;
-		if (thread.joinable())
-			thread.join();
-		return true;
-	}
-};
 
 } // namespace
 
@@ -156,7 +99,7 @@ TEST_CASE("semaphore: permits held on different connections are counted together
 	CHECK_FALSE(Acquire(other, name, 3, "1 hour").has_value());
 	int i = 0;
 	for (std::int64_t t : tokens)
-		CHECK(Release(*conns[i++], name, t));
+		CHECK(ReleaseLease(*conns[i++], name, t));
 }
 
 TEST_CASE("semaphore wait: a release of one permit wakes the waiter at once", "[server][semaphore]")
@@ -169,19 +112,19 @@ TEST_CASE("semaphore wait: a release of one permit wakes the waiter at once", "[
 	REQUIRE(a.has_value());
 	REQUIRE(b.has_value());
 
-	Waiter w;
-	w.Start(name, 2, "60 s");
+	SqlWaiter w;
+	StartAcquire(w, name, 2, "60 s");
 	CHECK_FALSE(w.Finished(500ms)); /* all permits held: it waits */
 
 	auto released_at = Clock::now();
-	REQUIRE(Release(h, name, *a));
+	REQUIRE(ReleaseLease(h, name, *a));
 	REQUIRE(w.Finished(5s));
 	CHECK(w.error.empty());
-	REQUIRE(w.token.has_value());
-	CHECK(*w.token > *b);
+	REQUIRE(w.result.has_value());
+	CHECK(*w.result > *b);
 	CHECK(w.done_at - released_at < 2s); /* woken by the release, not by the 60 s wait */
-	CHECK(Release(w.conn, name, *w.token));
-	CHECK(Release(h, name, *b));
+	CHECK(ReleaseLease(w.conn, name, *w.result));
+	CHECK(ReleaseLease(h, name, *b));
 }
 
 TEST_CASE("semaphore wait: an expiring permit wakes the waiter", "[server][semaphore]")
@@ -194,15 +137,15 @@ TEST_CASE("semaphore wait: an expiring permit wakes the waiter", "[server][semap
 	REQUIRE(a.has_value());
 	REQUIRE(b.has_value());
 
-	auto   started = Clock::now();
-	Waiter w;
-	w.Start(name, 2, "30 s");
+	auto      started = Clock::now();
+	SqlWaiter w;
+	StartAcquire(w, name, 2, "30 s");
 	REQUIRE(w.Finished(10s));
 	CHECK(w.error.empty());
-	REQUIRE(w.token.has_value());
+	REQUIRE(w.result.has_value());
 	CHECK(w.done_at - started < 5s);
-	CHECK(Release(w.conn, name, *w.token));
-	CHECK(Release(h, name, *a));
+	CHECK(ReleaseLease(w.conn, name, *w.result));
+	CHECK(ReleaseLease(h, name, *a));
 }
 
 TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[server][semaphore]")
@@ -215,10 +158,10 @@ TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[s
 	REQUIRE(a.has_value());
 	REQUIRE(b.has_value());
 
-	Waiter w1, w2;
-	w1.Start(name, 2, "60 s");
+	SqlWaiter w1, w2;
+	StartAcquire(w1, name, 2, "60 s");
 	std::this_thread::sleep_for(100ms);
-	w2.Start(name, 2, "60 s");
+	StartAcquire(w2, name, 2, "60 s");
 	CHECK_FALSE(w1.Finished(300ms));
 	CHECK_FALSE(w2.Finished(10ms));
 	{
@@ -231,11 +174,11 @@ TEST_CASE("semaphore wait: two waiters, two permits released, both granted", "[s
 	}
 	REQUIRE(w1.Finished(5s));
 	REQUIRE(w2.Finished(5s));
-	REQUIRE(w1.token.has_value());
-	REQUIRE(w2.token.has_value());
-	CHECK(*w1.token < *w2.token); /* first come, first served */
-	CHECK(Release(w1.conn, name, *w1.token));
-	CHECK(Release(w2.conn, name, *w2.token));
+	REQUIRE(w1.result.has_value());
+	REQUIRE(w2.result.has_value());
+	CHECK(*w1.result < *w2.result); /* first come, first served */
+	CHECK(ReleaseLease(w1.conn, name, *w1.result));
+	CHECK(ReleaseLease(w2.conn, name, *w2.result));
 }
 
 TEST_CASE("semaphore wait: the wait elapses with nothing held", "[server][semaphore]")
@@ -245,12 +188,12 @@ TEST_CASE("semaphore wait: the wait elapses with nothing held", "[server][semaph
 	pqxx::connection  h("");
 	auto              a = Acquire(h, name, 1, "1 hour");
 	REQUIRE(a.has_value());
-	auto   started = Clock::now();
-	Waiter w;
-	w.Start(name, 1, "300 ms");
+	auto      started = Clock::now();
+	SqlWaiter w;
+	StartAcquire(w, name, 1, "300 ms");
 	REQUIRE(w.Finished(5s));
 	CHECK(w.error.empty());
-	CHECK_FALSE(w.token.has_value());
+	CHECK_FALSE(w.result.has_value());
 	CHECK(w.done_at - started >= 290ms);
 	pqxx::nontransaction tx(h);
 	CHECK(ExecParams1(tx, "SELECT count(*) FROM fence.locks WHERE name = $1", name)[0].as<int>() ==
@@ -303,6 +246,6 @@ TEST_CASE("semaphore: concurrent acquirers without wait all get a permit while p
 		CHECK(granted == kN); /* none saw another's grant in flight as "all held" */
 		for (int i = 0; i < kN; i++)
 			if (got[i])
-				CHECK(Release(*conns[i], name, *got[i]));
+				CHECK(ReleaseLease(*conns[i], name, *got[i]));
 	}
 }
