@@ -13,7 +13,7 @@
 #             valgrind (bench/instructions.sh counts instructions)
 #   --packages also what building and testing the Debian packages and the
 #             PGXN release needs (make deb, make dist, make test-packages;
-#             debian/README.source): debhelper, dpkg-dev, fakeroot,
+#             debian/README.source): build-essential, debhelper, dpkg-dev, fakeroot,
 #             postgresql-server-dev-all (pg_buildext), postgresql-all (the
 #             build-time tests' servers), lintian, debootstrap (the clean
 #             Debian 12 root of the install test), pgxnclient, zip, unzip
@@ -70,7 +70,7 @@ if $bench; then
 	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev valgrind)
 fi
 if $debs; then
-	packages+=(debhelper dpkg-dev fakeroot postgresql-server-dev-all postgresql-all lintian debootstrap
+	packages+=(build-essential debhelper dpkg-dev fakeroot postgresql-server-dev-all postgresql-all lintian debootstrap
 		pgxnclient zip unzip)
 fi
 if $patroni; then

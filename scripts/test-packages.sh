@@ -20,9 +20,9 @@
 #   root      a clean Debian 12 (debootstrap --variant=minbase bookworm,
 #             bookworm-updates, bookworm-security): made once and kept as a
 #             tarball in ${FENCE_PG_CACHE:-/var/cache/pg_fence}, unpacked
-#             afresh for every run.  Only the .debs, the source's tests
-#             (test/, debian/tests, the Makefile) and examples/ are copied in:
-#             no build tree.
+#             afresh for every run.  Only the .debs, an export of the source
+#             (what autopkgtest runs debian/tests from; nothing built) and
+#             examples/ are copied in: no build tree.
 #   install   scripts/packages-in-root.sh, in that root (scripts/in-chroot.sh):
 #             apt-get install of the previous package, a cluster using it,
 #             apt-get install ./*.deb (only Debian dependencies pulled),
@@ -79,7 +79,8 @@ step() {
 	t0=$(date +%s)
 	say "$name ..."
 	set +e
-	"$@" >"$OUT/$name.log" 2>&1
+	# A subshell with errexit of its own: any failing command fails the step.
+	(set -e; "$@") >"$OUT/$name.log" 2>&1
 	rc=$?
 	set -e
 	if [ $rc -eq 0 ]; then
@@ -118,7 +119,8 @@ build() {
 step build build || finish
 
 lint() {
-	lintian --pedantic -I --tag-display-limit 0 "$OUT"/src/*.changes | tee "$OUT/lintian.txt"
+	lintian --pedantic -I --tag-display-limit 0 "$OUT"/src/*.changes >"$OUT/lintian.txt"
+	cat "$OUT/lintian.txt"
 	! grep -q '^E:' "$OUT/lintian.txt"
 }
 step lintian lint || true
@@ -186,6 +188,7 @@ make_base() {
 	printf '%s\n' 'APT::Install-Recommends "false";' 'Acquire::Languages "none";' \
 		>"$tmp/etc/apt/apt.conf.d/90-pg-fence"
 	rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*
+	chmod 755 "$tmp"
 	tar -C "$tmp" -cf "$BASE.tmp" .
 	rm -rf "$tmp"
 	mv "$BASE.tmp" "$BASE"
@@ -199,6 +202,7 @@ install_test() {
 	rm -rf "$root" "$work"
 	mkdir -p "$root" "$work"
 	tar -C "$root" -xf "$BASE"
+	chmod 755 "$root"
 	cp -L --remove-destination /etc/resolv.conf "$root/etc/resolv.conf"
 	if ! grep -qw localhost "$root/etc/hosts" 2>/dev/null; then
 		printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost\n' >>"$root/etc/hosts"
@@ -206,10 +210,11 @@ install_test() {
 	# What the user has: the .debs.  What autopkgtest has: the source's
 	# tests.  And a C++ program to build against the -dev package.
 	cp -r "$OUT/debs" "$OUT/previous" "$work/"
+	# The source, as autopkgtest has it (its tests run there, against the
+	# installed package): an export, nothing built.
 	mkdir -p "$work/src"
-	(cd "$TOP" && git ls-files -co --exclude-standard -z -- Makefile pg_fence.control sql test debian \
-		| tar --null -T - -cf -) | tar -xf - -C "$work/src"
-	cp -r "$TOP/examples" "$work/examples"
+	(cd "$TOP" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$work/src"
+	cp -r "$work/src/examples" "$work/examples"
 	cp "$TOP/scripts/packages-in-root.sh" "$work/"
 	[ -z "$dist" ] || cp "$dist" "$work/"
 	chmod -R a+rX "$work"
@@ -239,8 +244,8 @@ trixie() {
 		DEB_BUILD_OPTIONS='nocheck parallel=$(nproc)' DEB_BUILD_PROFILES=nocheck dpkg-buildpackage -us -uc -b
 		cd ..
 		lintian --pedantic -I --tag-display-limit 0 *.changes | tee lintian.txt
-		! grep -q '^E:' lintian.txt
-		ls -l *.deb"
+		ls -l *.deb
+		if grep -q '^E:' lintian.txt; then exit 1; fi"
 	rm -rf "$work/pg-fence-$VERSION"
 }
 if [ "${FENCE_PACKAGES_TRIXIE:-1}" != 0 ]; then
