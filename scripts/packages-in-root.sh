@@ -38,11 +38,11 @@ new_cluster() {
 	local name=$1 preload=$2
 	pg_createcluster "$PGV" "$name" -- --auth-local=peer >/dev/null || return 1
 	clusters+=("$name")
-	{
-		echo "listen_addresses = ''"
-		echo "max_prepared_transactions = 10"
-		[ -z "$preload" ] || echo "shared_preload_libraries = '$preload'"
-	} >"/etc/postgresql/$PGV/$name/conf.d/fence_test.conf"
+	pg_conftool "$PGV" "$name" set listen_addresses "''" || return 1
+	pg_conftool "$PGV" "$name" set max_prepared_transactions 10 || return 1
+	if [ -n "$preload" ]; then
+		pg_conftool "$PGV" "$name" set shared_preload_libraries "$preload" || return 1
+	fi
 	pg_ctlcluster "$PGV" "$name" start
 }
 
@@ -87,7 +87,10 @@ dpkg-query -W -f '${Package}\n' | sort >"$WORK/after.txt"
 foreign=()
 while read -r p; do
 	printf '%s\n' "${ours[@]}" | grep -qx "$p" && continue
-	apt-cache policy "$p" | grep -q 'deb\.debian\.org' || foreign+=("$p")
+	# (The whole output first: grep -q closing the pipe early would fail
+	# apt-cache with SIGPIPE under pipefail.)
+	policy=$(apt-cache policy "$p")
+	grep -q 'deb\.debian\.org' <<<"$policy" || foreign+=("$p")
 done < <(comm -13 "$WORK/before.txt" "$WORK/after.txt")
 check "only Debian packages pulled in besides ours ($(comm -13 "$WORK/before.txt" "$WORK/after.txt" | wc -l) new; not from Debian: ${foreign[*]:-none})" \
 	test ${#foreign[@]} -eq 0

@@ -54,7 +54,7 @@ SECURITY_MIRROR=http://deb.debian.org/debian-security
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PREV_VERSION=0.1.0
 # Bump when the way the clean root is made changes.
-ROOT_VERSION=1
+ROOT_VERSION=2
 
 build_only=false
 dist=
@@ -186,7 +186,7 @@ make_base() {
 		Components: main
 	SRC
 	printf '%s\n' 'APT::Install-Recommends "false";' 'Acquire::Languages "none";' \
-		>"$tmp/etc/apt/apt.conf.d/90-pg-fence"
+		>"$tmp/etc/apt/apt.conf.d/90-clean-root"
 	rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*
 	chmod 755 "$tmp"
 	tar -C "$tmp" -cf "$BASE.tmp" .
