@@ -122,7 +122,7 @@ bench:
 	BENCH_HANDOFF_KIND=leader FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 
 # Debian packages and the PGXN release (deb, dist, test-packages).
-include scripts/packages.mk
+-include scripts/packages.mk
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).

@@ -38,11 +38,11 @@ new_cluster() {
 	local name=$1 preload=$2
 	pg_createcluster "$PGV" "$name" -- --auth-local=peer >/dev/null || return 1
 	clusters+=("$name")
-	pg_conftool "$PGV" "$name" set listen_addresses "''" || return 1
-	pg_conftool "$PGV" "$name" set max_prepared_transactions 10 || return 1
-	if [ -n "$preload" ]; then
-		pg_conftool "$PGV" "$name" set shared_preload_libraries "$preload" || return 1
-	fi
+	{
+		echo "listen_addresses = ''"
+		echo "max_prepared_transactions = 10"
+		[ -z "$preload" ] || echo "shared_preload_libraries = '$preload'"
+	} >>"/etc/postgresql/$PGV/$name/postgresql.conf" || return 1
 	pg_ctlcluster "$PGV" "$name" start
 }
 
