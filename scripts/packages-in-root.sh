@@ -138,13 +138,17 @@ check "pg_fence run --session ... prints a token ($out)" grep -Eq '^token=[0-9]+
 # What debian/tests/control needs, then debian/tests/installcheck, as
 # autopkgtest runs it: in the source tree, against the installed package.
 apt_install make "postgresql-server-dev-$PGV" >"$WORK/apt-test-deps.log" 2>&1 || bad "apt-get install make postgresql-server-dev-$PGV"
+# pg_virtualenv makes its cluster on the default port, whose socket in
+# /var/run/postgresql the test clusters would hold: they stop meanwhile.
 chown -R postgres: "$WORK/src"
+for c in "${clusters[@]}"; do pg_ctlcluster "$PGV" "$c" stop; done
 if (cd "$WORK/src" && debian/tests/installcheck) >"$WORK/installcheck.log" 2>&1; then
 	ok "debian/tests/installcheck: $(grep -Ec '^(ok|test) .*(ok|\.\.\. ok)' "$WORK/installcheck.log" || true) tests, $(grep -E 'All [0-9]+ tests passed' "$WORK/installcheck.log" | tr '\n' ' ')"
 else
 	tail -n 60 "$WORK/installcheck.log"
 	bad "debian/tests/installcheck (regression and isolation suites)"
 fi
+for c in "${clusters[@]}"; do pg_ctlcluster "$PGV" "$c" start; done
 
 # --- a C++ program against the -dev package --------------------------------------
 apt_install g++ cmake >"$WORK/apt-cxx.log" 2>&1 || bad "apt-get install g++ cmake"
