@@ -22,6 +22,9 @@
 #                   (default 60), WORKERS, REPLICATION=sync|async; PATRONI=1
 #                   runs it against a Patroni-managed pair (patroni.sh)
 # make deps         only install the missing Debian packages
+# make deb, make dist, make test-packages
+#                   Debian packages, the PGXN zip, and their test on a clean
+#                   Debian 12 root (scripts/packages.mk)
 #
 # PG_CONFIG may be overridden: make PG_CONFIG=/usr/lib/postgresql/16/bin/pg_config
 # Client install directories: CLIENT_PREFIX, CLIENT_LIBDIR, CLIENT_INCLUDEDIR,
@@ -119,6 +122,9 @@ bench:
 	bash bench/configs.sh
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 	BENCH_HANDOFF_KIND=leader FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
+
+# Debian packages and the PGXN release (deb, dist, test-packages).
+-include scripts/packages.mk
 
 ifneq ($(PGXS),)
 # SQL assembly of the version under development (defines DATA_built).

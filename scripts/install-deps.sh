@@ -3,7 +3,7 @@
 # and run its demo.  Idempotent: installs only what is missing, and does
 # nothing (not even apt-get update) when everything is there.
 #
-# Usage: scripts/install-deps.sh [--bench] [--patroni] [--style] [--print | --list]
+# Usage: scripts/install-deps.sh [--bench] [--packages] [--patroni] [--style] [--print | --list]
 #   --bench   also the packages only the benchmarks need (make bench):
 #             redis-server (the alternative lock service compared against)
 #             and libhiredis-dev (its C client, for bench/redis_path.cpp);
@@ -11,6 +11,12 @@
 #             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
 #             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl);
 #             valgrind (bench/instructions.sh counts instructions)
+#   --packages also what building and testing the Debian packages and the
+#             PGXN release needs (make deb, make dist, make test-packages;
+#             debian/README.source): build-essential, debhelper, dpkg-dev, fakeroot,
+#             postgresql-server-dev-all (pg_buildext), postgresql-all (the
+#             build-time tests' servers), lintian, debootstrap (the clean
+#             Debian 12 root of the install test), pgxnclient, zip, unzip
 #   --patroni also patroni and etcd-server (make chaos PATRONI=1: the chaos
 #             test against a Patroni-managed pair with a throwaway etcd)
 #   --style   also clang-format (scripts/check-style.sh)
@@ -46,6 +52,7 @@ packages=(
 print_only=false
 list_all=false
 bench=false
+debs=false
 patroni=false
 style=false
 for arg in "$@"; do
@@ -53,13 +60,18 @@ for arg in "$@"; do
 		--print) print_only=true ;;
 		--list) list_all=true ;;
 		--bench) bench=true ;;
+		--packages) debs=true ;;
 		--patroni) patroni=true ;;
 		--style) style=true ;;
-		*) echo "usage: $0 [--bench] [--patroni] [--style] [--print | --list]" >&2; exit 2 ;;
+		*) echo "usage: $0 [--bench] [--packages] [--patroni] [--style] [--print | --list]" >&2; exit 2 ;;
 	esac
 done
 if $bench; then
 	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev valgrind)
+fi
+if $debs; then
+	packages+=(build-essential debhelper dpkg-dev fakeroot postgresql-server-dev-all postgresql-all lintian debootstrap
+		pgxnclient zip unzip)
 fi
 if $patroni; then
 	packages+=(patroni etcd-server)

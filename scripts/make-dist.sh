@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# make-dist.sh - the PGXN distribution: pg_fence-VERSION.zip in the top
+# directory (make dist).
+#
+# The zip holds the checkout's files (tracked, and untracked ones not
+# ignored: what a release tag's clone holds) under pg_fence-VERSION/, plus
+# the install scripts of VERSION assembled from sql/VERSION/*.sql
+# (sql/assemble.mk), so that META.json's "file" names a file in the zip.
+# Before zipping, META.json is checked against PGXN's META spec 1.0.0
+# (scripts/pgxn-meta-check.py) and against this tree (name, version).
+# pgxnclient installs it: pgxn install ./pg_fence-VERSION.zip (docs/install.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" pg_fence.control)
+name=pg_fence
+dist=$name-$version
+python3 scripts/pgxn-meta-check.py META.json --name "$name" --version "$version"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/$dist"
+git ls-files -co --exclude-standard -z | grep -zv "^$name-.*\.zip\$" | tar --null -T - -cf - | tar -xf - -C "$tmp/$dist"
+make -s -f sql/assemble.mk -C "$tmp/$dist" EXTENSION="$name" EXTVERSION="$version" \
+	"sql/$name--$version.sql" "sql/$name--$(sed -n 's/^PREV_VERSION *= *//p' sql/assemble.mk)--$version.sql"
+file=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["provides"]["pg_fence"]["file"])' META.json)
+[ -f "$tmp/$dist/$file" ] || { echo "make-dist: META.json's provides file $file is not in the distribution" >&2; exit 1; }
+rm -f "$dist.zip"
+(cd "$tmp" && zip -qr -X "$OLDPWD/$dist.zip" "$dist")
+echo "$dist.zip: $(unzip -Z1 "$dist.zip" | wc -l) entries"
