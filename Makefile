@@ -81,7 +81,7 @@ INSTALL_LOCK = flock $(shell $(PG_CONFIG) --pkglibdir)/pg_fence.install.lock
 
 demo: deps
 	$(MAKE) all
-	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/demo/demo.sh'
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash examples/demo/demo.sh'
 
 test: deps
 	$(MAKE) all
