@@ -24,6 +24,8 @@
 # Exit status: 0 all rounds kept the guarantee, 1 a token was reissued (or
 # the test could not run).
 set -euo pipefail
+. "$(dirname "$0")/../lib/clusters.sh"
+require_own_cluster crash
 
 # Run twice: in this cluster (pg_fence preloaded: tokens from the shared
 # allocator) and in a nested one without the preload (tokens from nextval).
