@@ -15,6 +15,9 @@
 #                              (scripts/temp-cluster.sh; it works inside
 #                              another test cluster or beside a user's
 #                              server), and exits with its status
+#   nested_run VAR [NAME=VALUE...]
+#                              the same, but returns its status (the script
+#                              goes on: it runs in both clusters)
 #   skip_before_17 REASON      exits 77 with REASON on a server before
 #                              PostgreSQL 17 (the one PGHOST/PGPORT names)
 #   no_preload_17 VAR REASON   for the tests of PostgreSQL 17+ without
@@ -33,14 +36,19 @@ require_own_cluster() {
 	fi
 }
 
-nested_cluster() {
+nested_run() {
 	local var=$1
 	shift
-	[ -n "${!var:-}" ] && return 0
 	# The same installation as the server of the caller: the test cluster's
 	# (FENCE_PGBIN), else the one make installcheck found (FENCE_SERVER_BIN).
-	exec env FENCE_SERVER_BIN="${FENCE_PGBIN:-${FENCE_SERVER_BIN:-}}" "$@" "$var=1" \
+	env FENCE_SERVER_BIN="${FENCE_PGBIN:-${FENCE_SERVER_BIN:-}}" "$@" "$var=1" \
 		bash "$CLUSTERS_REPO/scripts/temp-cluster.sh" bash "$0"
+}
+
+nested_cluster() {
+	[ -n "${!1:-}" ] && return 0
+	nested_run "$@"
+	exit $?
 }
 
 skip_before_17() {
