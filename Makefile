@@ -9,6 +9,16 @@
 # make demo         install missing Debian packages, build, install, and run the
 #                   demo on a throwaway cluster
 # make test         the same, then every test layer on a throwaway cluster
+#                   (as root on a fresh machine: one command)
+# make installcheck every test layer against a running server of one's own
+#                   (PGHOST, PGPORT, PGUSER; pg_fence installed there and
+#                   preloaded): no root, no packages installed.  A preflight
+#                   (test/installcheck.sh) says what that server lacks first;
+#                   the shell tests that restart or crash the server skip.
+#                   One layer: make check-regress, check-isolation,
+#                   check-pgtap, check-cpp, check-shell (REGRESS="a b" and
+#                   ISOLATION="c" pick tests); make pgxs-installcheck is
+#                   PGXS's own installcheck (pg_regress and isolation only)
 # make test-versions  make test on every supported major this machine can get
 #                   (15 here, 17 in a Debian trixie chroot, 18 built from
 #                   source with assertions): scripts/test-versions.sh
@@ -62,6 +72,9 @@ ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
 
 EXTRA_CLEAN = results output_iso regression.diffs regression.out tmp_check $(OBJS:.o=.d)
 
+# installcheck is the whole suite (below), not PGXS's (pgxs-installcheck).
+NO_INSTALLCHECK = 1
+
 # No LLVM bitcode: pg_fence's functions spend their time in the lock manager,
 # WAL and SPI, so JIT inlining of them gains nothing, and PGXS would compile
 # the .cpp files with clang without our C++ flags (it ignores PG_CXXFLAGS).
@@ -73,7 +86,8 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test test-versions check-style bench chaos
+.PHONY: deps demo test test-versions check-style bench chaos installcheck pgxs-installcheck \
+	check-regress check-isolation check-pgtap check-cpp check-shell
 
 deps:
 	@bash scripts/install-deps.sh
@@ -85,7 +99,7 @@ INSTALL_LOCK = flock $(shell $(PG_CONFIG) --pkglibdir)/pg_fence.install.lock
 
 demo: deps
 	$(MAKE) all
-	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash test/demo/demo.sh'
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash scripts/temp-cluster.sh bash examples/demo/demo.sh'
 
 test: deps
 	$(MAKE) all
@@ -140,8 +154,31 @@ include $(PGXS)
 -include bench/bench.mk
 -include test/chaos/chaos.mk
 
+# The whole suite, or one layer, against the server PGHOST/PGPORT/PGUSER name
+# (test/installcheck.sh: a preflight, then test/run-all.sh).  REGRESS and
+# ISOLATION given on the command line pick pg_regress tests and specs.
+FENCE_TEST_PICKED = $(if $(filter command line,$(origin REGRESS)),FENCE_TEST_REGRESS="$(REGRESS)") \
+	$(if $(filter command line,$(origin ISOLATION)),FENCE_TEST_ISOLATION="$(ISOLATION)")
+installcheck: all
+	$(FENCE_TEST_PICKED) PG_CONFIG=$(PG_CONFIG) bash test/installcheck.sh
+check-regress check-isolation check-pgtap check-shell: all
+	$(FENCE_TEST_PICKED) PG_CONFIG=$(PG_CONFIG) bash test/installcheck.sh $(patsubst check-%,%,$@)
+check-cpp: all
+	PG_CONFIG=$(PG_CONFIG) bash test/installcheck.sh catch2
+
+# PGXS's own installcheck (pg_regress, then pg_isolation_regress), which
+# NO_INSTALLCHECK turns off above; test/run-all.sh runs its regress and
+# isolation layers with it.
+pgxs-installcheck: $(REGRESS_PREP)
+ifdef REGRESS
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+endif
+ifdef ISOLATION
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+endif
+
 else
-all install installcheck:
+all install installcheck pgxs-installcheck check-regress check-isolation check-pgtap check-cpp check-shell:
 	@echo "pg_fence: pg_config with PGXS not found (PG_CONFIG=$(PG_CONFIG))." >&2
 	@echo "Run 'make deps' (or scripts/install-deps.sh) to install postgresql-server-dev-15." >&2
 	@exit 1

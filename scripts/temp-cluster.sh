@@ -37,48 +37,17 @@ if [ $# -eq 0 ]; then
 	exit 2
 fi
 
-PG_CONFIG=${PG_CONFIG:-pg_config}
-# FENCE_SERVER_BIN may name another server installation's bin directory (a
-# relocated copy: the server finds its lib and share dirs relative to itself).
-PGBIN=${FENCE_SERVER_BIN:-$("$PG_CONFIG" --bindir)}
-if [ ! -x "$PGBIN/initdb" ]; then
-	# Debian's /usr/bin/pg_config is libpq's; the server lives beside PGXS.
-	PGBIN=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")/../bin
-	PGBIN=$(cd "$PGBIN" && pwd)
-fi
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+PGBIN=$(cluster_server_bin)
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_cluster.XXXXXX")
 chmod 755 "$TMP"
-if [ "$(id -u)" -eq 0 ]; then
-	OWNER=postgres
-	id "$OWNER" >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash "$OWNER"
-	chown "$OWNER" "$TMP"
-	# In the cluster's directory: the caller's working directory (a clone in
-	# a 0700 home) may be one the owner cannot enter, and initdb, pg_ctl and
-	# psql then print 'could not change directory to "...": Permission denied'.
-	AS_OWNER="runuser -u $OWNER -- env -C $TMP"
-else
-	OWNER=$(id -un)
-	AS_OWNER=""
-fi
+cluster_owner "$TMP"
+AS_OWNER=$CLUSTER_AS_OWNER
 DATA="$TMP/data"
 LOG="$TMP/server.log"
-
-# A free port: not 5432, and neither a TCP port in use nor a socket file here.
-port_in_use() {
-	local hex
-	hex=$(printf ':%04X ' "$1")
-	grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-PORT=
-for _ in $(seq 1 100); do
-	candidate=$((20000 + RANDOM % 40000))
-	[ "$candidate" -eq 5432 ] && continue
-	port_in_use "$candidate" && continue
-	PORT=$candidate
-	break
-done
-[ -n "$PORT" ] || { echo "temp-cluster: no free port found" >&2; exit 1; }
+PORT=$(cluster_free_port "$TMP") || { echo "temp-cluster: no free port found" >&2; exit 1; }
 
 ctl() {
 	$AS_OWNER "$PGBIN/pg_ctl" -D "$DATA" "$@"
@@ -101,12 +70,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-$AS_OWNER "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --no-instructions \
-	--encoding=UTF8 --locale=C.UTF-8 >"$TMP/initdb.log" 2>&1 || {
-	cat "$TMP/initdb.log" >&2
-	exit 1
-}
-cat >>"$DATA/postgresql.conf" <<CONF
+cluster_initdb "$PGBIN" "$DATA" "$TMP/initdb.log" || exit 1
+cluster_conf "$DATA" <<CONF
 # pg_fence throwaway cluster
 listen_addresses = ''
 port = $PORT
@@ -120,14 +85,12 @@ log_min_messages = log
 fsync = ${FENCE_FSYNC:-off}
 CONF
 if [ -n "${FENCE_PG_CONF:-}" ]; then
-	printf '%s\n' "$FENCE_PG_CONF" >>"$DATA/postgresql.conf"
+	printf '%s\n' "$FENCE_PG_CONF" | cluster_conf "$DATA"
 fi
 # Trust on the Unix socket only; nothing else is accepted.
-cat >"$DATA/pg_hba.conf" <<HBA
-local all all trust
-HBA
+echo 'local all all trust' | $AS_OWNER tee "$DATA/pg_hba.conf" >/dev/null
 
-ctl -l "$LOG" -w -t 60 start >/dev/null || { cat "$LOG" >&2; exit 1; }
+cluster_start "$PGBIN" "$DATA" "$LOG" || { cat "$LOG" >&2; exit 1; }
 
 # A small control helper for tests that restart or crash the server.
 cat >"$TMP/cluster-ctl" <<CTL

@@ -8,10 +8,15 @@
 # PGDATA, FENCE_CLUSTER_CTL... from scripts/temp-cluster.sh) and expects
 # pg_fence to be installed in that server already: it installs nothing.
 #
+# Against a server of one's own instead (make installcheck, make
+# check-regress...: test/installcheck.sh checks that server first), the
+# shell tests that restart or crash the server skip (77).
+#
 # Layers, in this order (the shell tests last: they restart and crash the
 # server):
-#   regress    test/sql/*.sql via `make installcheck` (pg_regress)
-#   isolation  test/specs/*.spec via `make installcheck` (pg_isolation_regress)
+#   regress    test/sql/*.sql via `make pgxs-installcheck` (pg_regress)
+#   isolation  test/specs/*.spec via `make pgxs-installcheck`
+#              (pg_isolation_regress)
 #   pgtap      test/pgtap/*.sql via pg_prove, in database fence_tap
 #   catch2     test/cpp/{client,server}/*.cpp, built by `make cpptest-build`
 #              (test/cpp/cpp.mk)
@@ -22,12 +27,15 @@
 # Every pg_regress test, isolation spec, pgTAP assertion, Catch2 test case and
 # shell script counts as one test.  A layer that cannot run at all, or that
 # stops before running all of its tests, counts as failed.  One line per
-# layer, then the details of what failed, then exactly one summary line
-# "N passed, N failed" as the last line.  Exit status 0 only when nothing
-# failed.
+# layer (with its wall time), then the details of what failed, then the
+# total wall time and exactly one summary line "N passed, N failed" as the
+# last line.  Exit status 0 only when nothing failed.
 #
 # Environment: FENCE_TEST_LAYERS (space separated subset of the layer names
-# above, default all), FENCE_TEST_TIMEOUT (seconds per shell test, default 300).
+# above, default all), FENCE_TEST_TIMEOUT (seconds per shell test, default
+# 300), FENCE_TEST_REGRESS and FENCE_TEST_ISOLATION (the pg_regress tests and
+# isolation specs to run, by name, default all: make check-regress
+# REGRESS="a b" passes them).
 #
 # Copyright (c) 2026, The pg_fence Developers
 set -uo pipefail
@@ -48,9 +56,17 @@ details=()			# files to print after the layer lines: "title|file"
 
 want() { [[ " $LAYERS " == *" $1 "* ]]; }
 
-# report LAYER PASSED FAILED [NOTE]
+# Wall time in milliseconds (bash's own clock), and as seconds for people.
+now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
+seconds() { printf '%d.%d s' $(($1 / 1000)) $(($1 % 1000 / 100)); }
+run_start=$(now_ms)
+layer_start=$run_start
+
+# report LAYER PASSED FAILED [NOTE]: the layer's line, with the time since
+# it started
 report() {
-	printf '%-10s %4d passed, %4d failed%s\n' "$1:" "$2" "$3" "${4:+   ($4)}"
+	printf '%-10s %4d passed, %4d failed %9s%s\n' "$1:" "$2" "$3" \
+		"$(seconds $(($(now_ms) - layer_start)))" "${4:+   ($4)}"
 	total_pass=$((total_pass + $2))
 	total_fail=$((total_fail + $3))
 }
@@ -59,13 +75,6 @@ report() {
 note() { printf '%-10s %s\n' "$1:" "$2"; }
 
 add_detail() { details+=("$1|$2"); }
-
-# count_files GLOB...: how many of the given paths exist
-count_files() {
-	local n=0 f
-	for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done
-	echo "$n"
-}
 
 # parse_regress LOG: prints "PASSED FAILED NAMES..." from pg_regress or
 # pg_isolation_regress output: PG15 "test name ... ok|FAILED" (and
@@ -96,40 +105,51 @@ run_pg_regress() {
 	shift 3
 	local log="$LOGDIR/$layer.log" rc p f names missing
 	rm -f "$diffs"
-	"$MAKE" "${MAKE_QUIET[@]}" installcheck "$@" >"$log" 2>&1
+	"$MAKE" "${MAKE_QUIET[@]}" pgxs-installcheck "$@" >"$log" 2>&1
 	rc=$?
 	read -r p f names < <(parse_regress "$log")
 	missing=$((expected - p - f))
 	if [ "$missing" -gt 0 ]; then
-		note "$layer" "$missing of $expected tests did not run (make installcheck exit $rc)"
+		note "$layer" "$missing of $expected tests did not run (make pgxs-installcheck exit $rc)"
 		f=$((f + missing))
-		add_detail "$layer: make installcheck output (last lines)" "$log"
+		add_detail "$layer: make pgxs-installcheck output (last lines)" "$log"
 	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		note "$layer" "make installcheck failed (exit $rc) although every test passed"
+		note "$layer" "make pgxs-installcheck failed (exit $rc) although every test passed"
 		f=1
-		add_detail "$layer: make installcheck output (last lines)" "$log"
+		add_detail "$layer: make pgxs-installcheck output (last lines)" "$log"
 	fi
 	[ -n "$names" ] && note "$layer" "FAILED:$names"
 	if [ -s "$diffs" ]; then
 		add_detail "$layer: $diffs" "$diffs"
 	elif [ "$f" -gt 0 ] && [ "$missing" -le 0 ]; then
-		add_detail "$layer: make installcheck output (last lines)" "$log"
+		add_detail "$layer: make pgxs-installcheck output (last lines)" "$log"
 	fi
 	report "$layer" "$p" "$f"
 }
 
+# tests DIR EXT [NAMES]: the names given (FENCE_TEST_REGRESS...), else every
+# DIR/*.EXT
+tests() {
+	local f
+	if [ -n "${3:-}" ]; then
+		echo "$3"
+		return
+	fi
+	for f in "$1"/*."$2"; do [ -e "$f" ] && basename "$f" ".$2"; done | paste -sd' ' -
+}
+
 layer_regress() {
-	local n
-	n=$(count_files test/sql/*.sql)
-	if [ "$n" -eq 0 ]; then report regress 0 0 "no tests in test/sql"; return; fi
-	run_pg_regress regress "$n" regression.diffs ISOLATION=
+	local names
+	names=$(tests test/sql sql "${FENCE_TEST_REGRESS:-}")
+	if [ -z "$names" ]; then report regress 0 0 "no tests in test/sql"; return; fi
+	run_pg_regress regress "$(wc -w <<<"$names")" regression.diffs REGRESS="$names" ISOLATION=
 }
 
 layer_isolation() {
-	local n
-	n=$(count_files test/specs/*.spec)
-	if [ "$n" -eq 0 ]; then report isolation 0 0 "no specs in test/specs"; return; fi
-	run_pg_regress isolation "$n" output_iso/regression.diffs REGRESS=
+	local names
+	names=$(tests test/specs spec "${FENCE_TEST_ISOLATION:-}")
+	if [ -z "$names" ]; then report isolation 0 0 "no specs in test/specs"; return; fi
+	run_pg_regress isolation "$(wc -w <<<"$names")" output_iso/regression.diffs REGRESS= ISOLATION="$names"
 }
 
 # parse_tap LOG: prints "PASSED FAILED SKIPPED PLANNED" from a TAP stream
@@ -243,8 +263,12 @@ layer_shell() {
 		grep -E '^NOTE: ' "$log" | sed "s|^NOTE: |           $name: |"
 		# A test that stopped the server must not take the next ones with it.
 		if ! psql -X -q -c 'SELECT 1' >/dev/null 2>&1; then
-			note shell "$name left the server down; restarting it"
-			"$FENCE_CLUSTER_CTL" start >/dev/null 2>&1 || true
+			if [ -n "${FENCE_CLUSTER_CTL:-}" ]; then
+				note shell "$name left the server down; restarting it"
+				"$FENCE_CLUSTER_CTL" start >/dev/null 2>&1 || true
+			else
+				note shell "$name: the server does not answer any more"
+			fi
 		fi
 	done
 	report shell "$pass" "$fail" "$([ "$skip" -gt 0 ] && echo "$skip skipped")"
@@ -252,12 +276,13 @@ layer_shell() {
 
 if ! psql -X -q -c 'SELECT 1' >/dev/null 2>&1; then
 	echo "run-all: cannot connect to the server (PGHOST=${PGHOST:-} PGPORT=${PGPORT:-});" \
-		"run it as: bash scripts/temp-cluster.sh bash test/run-all.sh" >&2
+		"run it as: bash scripts/temp-cluster.sh bash test/run-all.sh, or make installcheck" >&2
 	echo "0 passed, 1 failed"
 	exit 1
 fi
 
 for layer in regress isolation pgtap catch2 shell; do
+	layer_start=$(now_ms)
 	want "$layer" && "layer_$layer"
 done
 
@@ -277,5 +302,6 @@ for d in "${details[@]}"; do
 done
 [ "${#details[@]}" -gt 0 ] && echo
 
+printf '%-10s %s\n' "total:" "$(seconds $(($(now_ms) - run_start))) wall time"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -60,27 +60,16 @@ for tool in test/chaos/chaos_worker test/chaos/chaos_check; do
 	[ -x "$tool" ] || { echo "$tool is not built: make chaos-tools" >&2; exit 2; }
 done
 
-PG_CONFIG=${PG_CONFIG:-pg_config}
-PGBIN=${FENCE_SERVER_BIN:-$("$PG_CONFIG" --bindir)}
-if [ ! -x "$PGBIN/initdb" ]; then
-	PGBIN=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")/../bin
-	PGBIN=$(cd "$PGBIN" && pwd)
-fi
+# shellcheck source=scripts/lib/cluster.sh
+. scripts/lib/cluster.sh
+PGBIN=$(cluster_server_bin)
 export PATH="$PGBIN:$PATH"
 unset PGSERVICE PGPASSWORD PGHOSTADDR PGOPTIONS PGHOST PGPORT PGDATABASE PGUSER
 CHAOS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/pg_fence_chaos.XXXXXX")
 chmod 755 "$CHAOS_TMP"
-if [ "$(id -u)" -eq 0 ]; then
-	OWNER=postgres
-	id "$OWNER" >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/bash "$OWNER"
-	chown "$OWNER" "$CHAOS_TMP"
-	# In a directory the owner can enter (not the caller's, maybe a 0700
-	# clone): see scripts/temp-cluster.sh.
-	AS_OWNER="runuser -u $OWNER -- env -C $CHAOS_TMP"
-else
-	OWNER=$(id -un)
-	AS_OWNER=""
-fi
+cluster_owner "$CHAOS_TMP"
+OWNER=$CLUSTER_OWNER
+AS_OWNER=$CLUSTER_AS_OWNER
 rm -rf "$CHAOS_OUT"
 mkdir -p "$CHAOS_OUT"
 : >"$CHAOS_OUT/nemesis.tsv"

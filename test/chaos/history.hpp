@@ -158,11 +158,15 @@ ToInt(const std::string &s)
 }
 
 /*
- * Reads events from a file; a torn last line (a worker killed while
- * writing) is skipped.  Returns false if the file cannot be opened.
+ * Reads a tab-separated file of ncols columns ("-" read as empty), one Row
+ * per line made by parse.  A line of another width ends the reading with
+ * false, unless skip_torn: then it is skipped, and so is a line parse
+ * throws on (a worker killed while writing leaves a torn last line).
+ * Returns false if the file cannot be opened.
  */
+template <typename Row, typename Parse>
 inline bool
-ReadEvents(const std::string &path, std::vector<Event> &out)
+ReadRows(const std::string &path, size_t ncols, bool skip_torn, std::vector<Row> &out, Parse parse)
 {
 	std::ifstream in(path);
 	if (!in)
@@ -171,23 +175,20 @@ ReadEvents(const std::string &path, std::vector<Event> &out)
 	while (std::getline(in, line))
 	{
 		auto f = SplitTabs(line);
-		if (f.size() != 11)
+		if (f.size() != ncols)
+		{
+			if (skip_torn)
+				continue;
+			return false;
+		}
+		if (!skip_torn)
+		{
+			out.push_back(parse(f));
 			continue;
+		}
 		try
 		{
-			Event e;
-			e.type = f[0];
-			e.kind = f[1];
-			e.name = f[2];
-			e.token = ToInt(f[3]);
-			e.worker = f[4];
-			e.invoke = ToInt(f[5]);
-			e.complete = ToInt(f[6]);
-			e.granted = ToInt(f[7]);
-			e.expires = ToInt(f[8]);
-			e.outcome = f[9];
-			e.op = f[10];
-			out.push_back(e);
+			out.push_back(parse(f));
 		}
 		catch (const std::exception &)
 		{
@@ -197,18 +198,31 @@ ReadEvents(const std::string &path, std::vector<Event> &out)
 	return true;
 }
 
+/* The events of a worker or of the nemesis; a torn last line is skipped. */
+inline bool
+ReadEvents(const std::string &path, std::vector<Event> &out)
+{
+	return ReadRows(path, 11, true, out, [](const std::vector<std::string> &f) {
+		Event e;
+		e.type = f[0];
+		e.kind = f[1];
+		e.name = f[2];
+		e.token = ToInt(f[3]);
+		e.worker = f[4];
+		e.invoke = ToInt(f[5]);
+		e.complete = ToInt(f[6]);
+		e.granted = ToInt(f[7]);
+		e.expires = ToInt(f[8]);
+		e.outcome = f[9];
+		e.op = f[10];
+		return e;
+	});
+}
+
 inline bool
 ReadAudit(const std::string &path, std::vector<AuditRow> &out)
 {
-	std::ifstream in(path);
-	if (!in)
-		return false;
-	std::string line;
-	while (std::getline(in, line))
-	{
-		auto f = SplitTabs(line);
-		if (f.size() != 7)
-			return false;
+	return ReadRows(path, 7, false, out, [](const std::vector<std::string> &f) {
 		AuditRow r;
 		r.seq = ToInt(f[0]);
 		r.at = ToInt(f[1]);
@@ -217,23 +231,14 @@ ReadAudit(const std::string &path, std::vector<AuditRow> &out)
 		r.old_fence = ToInt(f[4]);
 		r.token = ToInt(f[5]);
 		r.op = f[6];
-		out.push_back(r);
-	}
-	return true;
+		return r;
+	});
 }
 
 inline bool
 ReadLeaseAudit(const std::string &path, std::vector<LeaseAuditRow> &out)
 {
-	std::ifstream in(path);
-	if (!in)
-		return false;
-	std::string line;
-	while (std::getline(in, line))
-	{
-		auto f = SplitTabs(line);
-		if (f.size() != 11)
-			return false;
+	return ReadRows(path, 11, false, out, [](const std::vector<std::string> &f) {
 		LeaseAuditRow r;
 		r.seq = ToInt(f[0]);
 		r.at = ToInt(f[1]);
@@ -246,23 +251,14 @@ ReadLeaseAudit(const std::string &path, std::vector<LeaseAuditRow> &out)
 		r.slot = ToInt(f[8]);
 		r.permits = ToInt(f[9]);
 		r.elected = f[10] == "1";
-		out.push_back(r);
-	}
-	return true;
+		return r;
+	});
 }
 
 inline bool
 ReadHolds(const std::string &path, std::vector<HoldRow> &out)
 {
-	std::ifstream in(path);
-	if (!in)
-		return false;
-	std::string line;
-	while (std::getline(in, line))
-	{
-		auto f = SplitTabs(line);
-		if (f.size() != 10)
-			return false;
+	return ReadRows(path, 10, false, out, [](const std::vector<std::string> &f) {
 		HoldRow r;
 		r.seq = ToInt(f[0]);
 		r.at = ToInt(f[1]);
@@ -274,9 +270,8 @@ ReadHolds(const std::string &path, std::vector<HoldRow> &out)
 		r.worker = f[7];
 		r.pid = ToInt(f[8]);
 		r.backend_start = ToInt(f[9]);
-		out.push_back(r);
-	}
-	return true;
+		return r;
+	});
 }
 
 } // namespace chaos

@@ -15,10 +15,11 @@
 #   nemesis_failover   stop the primary immediately, promote the standby,
 #                      make the old primary a standby of the new one
 #
-# Expects: PGBIN, AS_OWNER (command prefix running as the cluster's OS user,
-# or empty), CHAOS_TMP, CHAOS_OUT, PORTS (array of the two ports), PRIMARY
-# (index 0/1 of the primary), REPLICATION (sync|async), TTL_MS,
-# LAG_MS and BURST (async failovers), WORKER_PIDS (array), FSYNC.
+# Expects: scripts/lib/cluster.sh (sourced, after cluster_owner), PGBIN,
+# AS_OWNER (command prefix running as the cluster's OS user, or empty),
+# CHAOS_TMP, CHAOS_OUT, PORTS (array of the two ports), PRIMARY (index 0/1
+# of the primary), REPLICATION (sync|async), TTL_MS, LAG_MS and BURST (async
+# failovers), WORKER_PIDS (array), FSYNC.
 
 now_us() { date +%s%6N; }
 
@@ -45,27 +46,15 @@ nq() {
 	psql -X -q -At -v ON_ERROR_STOP=1 -h "$CHAOS_TMP" -p "${PORTS[$n]}" -U postgres "$@"
 }
 
-# free_port: a TCP port nobody listens on and no socket here uses (not 5432).
-free_port() {
-	local p hex
-	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
-		[ "$p" -eq 5432 ] && continue
-		[[ " ${PORTS[*]:-} " == *" $p "* ]] && continue
-		hex=$(printf ':%04X ' "$p")
-		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null && continue
-		[ -e "$CHAOS_TMP/.s.PGSQL.$p" ] && continue
-		echo "$p"
-		return 0
-	done
-	return 1
-}
+# free_port: a port nobody listens on and no socket here uses (not 5432,
+# not one of the nodes').
+free_port() { cluster_free_port "$CHAOS_TMP" "${PORTS[@]}"; }
 
 # node_conf N [SYNC]: the node's settings; SYNC (default $REPLICATION) sync
 # names every standby synchronous (ignored until the node is a primary).
 node_conf() {
 	local n=$1 sync=${2:-$REPLICATION}
-	$AS_OWNER tee -a "$(node_dir "$n")/postgresql.conf" >/dev/null <<CONF
+	cluster_conf "$(node_dir "$n")" <<CONF
 # pg_fence chaos node n$n
 listen_addresses = ''
 port = ${PORTS[$n]}
@@ -87,11 +76,7 @@ CONF
 init_primary() {
 	local n=$1 d
 	d=$(node_dir "$n")
-	$AS_OWNER "$PGBIN/initdb" -D "$d" -U postgres --auth=trust --no-instructions \
-		--encoding=UTF8 --locale=C.UTF-8 >"$CHAOS_TMP/initdb.log" 2>&1 || {
-		cat "$CHAOS_TMP/initdb.log" >&2
-		return 1
-	}
+	cluster_initdb "$PGBIN" "$d" "$CHAOS_TMP/initdb.log" || return 1
 	node_conf "$n" async
 	printf 'local all all trust\nlocal replication all trust\n' | $AS_OWNER tee "$d/pg_hba.conf" >/dev/null
 	node_ctl "$n" -l "$CHAOS_TMP/n$n.log" -w -t 60 start >/dev/null
@@ -100,7 +85,7 @@ init_primary() {
 # sync_primary: the primary's commits wait for its standby from now on.
 sync_primary() {
 	[ "$REPLICATION" = sync ] || return 0
-	echo "synchronous_standby_names = '*'" | $AS_OWNER tee -a "$(node_dir "$PRIMARY")/postgresql.conf" >/dev/null
+	echo "synchronous_standby_names = '*'" | cluster_conf "$(node_dir "$PRIMARY")"
 	nq "$PRIMARY" -d postgres -c 'SELECT pg_reload_conf()' >/dev/null
 	wait_streaming
 }

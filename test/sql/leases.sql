@@ -15,7 +15,7 @@ SELECT p.proname, p.prosecdef, p.provolatile, p.proisstrict, p.proparallel
 -- acquire, busy, renew, release
 SELECT fence.lease_acquire('job', '10 s', 'worker-1') AS t1 \gset
 SELECT :t1 > 0 AS granted;
-SELECT name, token = :t1 AS token_ok, holder, owner = 'postgres'::regrole AS owner_ok,
+SELECT name, token = :t1 AS token_ok, holder, owner = current_user::regrole AS owner_ok,
        expires_at - granted_at AS ttl,
        granted_at BETWEEN clock_timestamp() - interval '5 s' AND clock_timestamp() AS granted_now
   FROM fence.leases WHERE name = 'job';

@@ -11,11 +11,12 @@
 # CHAOS_BOUNDED_SECONDS sets the length of each run (default 25); the
 # fault cycle puts the failover second, so that every fault fits.
 #
-# Run under scripts/temp-cluster.sh (test/run-all.sh does): it uses that
-# server installation (FENCE_PGBIN), not its cluster.
+# Run by test/run-all.sh: it uses the server installation of the suite's
+# server (scripts/temp-cluster.sh's FENCE_PGBIN, or under make installcheck
+# FENCE_SERVER_BIN, the running server's), not that server.
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 2
-: "${FENCE_PGBIN:?run this under scripts/temp-cluster.sh}"
+SERVER_BIN=${FENCE_PGBIN:-${FENCE_SERVER_BIN:-}}
 
 if ! make -s --no-print-directory chaos-tools >/tmp/chaos-build.$$ 2>&1; then
 	cat /tmp/chaos-build.$$
@@ -30,7 +31,7 @@ for replication in sync async; do
 	echo "== $replication replication"
 	REPLICATION=$replication DURATION=${CHAOS_BOUNDED_SECONDS:-25} WORKERS=4 \
 		CHAOS_NEMESIS="failover kill restart kill" \
-		FENCE_SERVER_BIN=$FENCE_PGBIN CHAOS_OUT=$PWD/test/chaos/out-$replication \
+		FENCE_SERVER_BIN=$SERVER_BIN CHAOS_OUT=$PWD/test/chaos/out-$replication \
 		bash test/chaos/chaos.sh
 	rc=$?
 	[ "$rc" -eq 0 ] || { echo "not ok - chaos run with $replication replication (exit $rc)"; fail=1; }

@@ -6,8 +6,6 @@ set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_concurrent
 cli_env_require_leases
-FAILS=0
-is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
 
 for round in 1 2 3; do
 	rm -f "$T"/ran.* "$T"/rc.* "$T/go"

@@ -28,9 +28,6 @@ if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.campaign(text,text,interva
 	echo "cli_elect: skipped, no fence.campaign"
 	exit 77
 fi
-FAILS=0
-is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
-waitfile() { for _ in $(seq 1 400); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 waitgrep() { for _ in $(seq 1 400); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 alive() { kill -0 "$1" 2>/dev/null && echo alive || echo dead; }
 
@@ -38,7 +35,7 @@ alive() { kill -0 "$1" 2>/dev/null && echo alive || echo dead; }
 "$PGF" elect svc --ttl 60s --candidate A -- sh -c '
 	echo "$FENCE_TOKEN" > "$1/a.token"
 	while [ ! -e "$1/go" ]; do sleep 0.05; done' sh "$T" 2>"$T/a.err" & A=$!
-waitfile "$T/a.token" || { echo "not ok - A was not elected"; exit 1; }
+waitfile "$T/a.token" 400 || { echo "not ok - A was not elected"; exit 1; }
 aterm=$(cat "$T/a.token")
 out=$("$PGF" leader svc); rc=$?
 is "leader exits 0 while A leads" "$rc" 0
@@ -56,7 +53,7 @@ is "B does not run its command while A leads" "$([ -e "$T/b.token" ] && echo ran
 start=$(date +%s%N)
 touch "$T/go"
 wait "$A"; is "A exits with its command's code" $? 0
-waitfile "$T/b.token" || echo "not ok - B was not elected"
+waitfile "$T/b.token" 400 || echo "not ok - B was not elected"
 ms=$((($(date +%s%N) - start) / 1000000))
 is "B is elected within 10 s of A's exit (A's TTL is 60 s)" "$([ "$ms" -lt 10000 ] && echo yes || echo "no (${ms}ms)")" yes
 is "B's term is higher than A's" "$([ "$(cat "$T/b.token")" -gt "$aterm" ] && echo yes || echo no)" yes
@@ -66,7 +63,7 @@ is "A says it resigned" $? 0
 
 # 3. --wait elapses while another candidate leads: 73.
 "$PGF" elect svc --ttl 60s --candidate C -- sh -c 'echo up > "$1/c.up"; sleep 30' sh "$T" 2>/dev/null & C=$!
-waitfile "$T/c.up" || echo "not ok - C was not elected"
+waitfile "$T/c.up" 400 || echo "not ok - C was not elected"
 "$PGF" elect svc --candidate D --wait 300ms -- true 2>"$T/d.err"
 is "elect --wait 300ms with a leader in office exits 73" $? 73
 grep -q 'is still another candidate' "$T/d.err"
@@ -94,7 +91,7 @@ psql -X -q -c "CREATE TABLE report (id int PRIMARY KEY, writer text, fence bigin
 	while [ ! -e "$1/go2" ]; do sleep 0.05; done
 	psql -X -At -c "SELECT fence.fenced_update(\$\$report\$\$, \$\${\"id\":1}\$\$, $FENCE_TOKEN, \$\${\"writer\":\"E\"}\$\$)" > "$1/e.result" 2>&1
 	sleep 30' sh "$T" 2>"$T/e.err" & E=$!
-waitfile "$T/e.pid" || { echo "not ok - E was not elected"; exit 1; }
+waitfile "$T/e.pid" 400 || { echo "not ok - E was not elected"; exit 1; }
 epid=$(cat "$T/e.pid")
 kill -STOP "$E"
 "$PGF" elect frozen --ttl 2s --candidate F -- sh -c '
@@ -102,7 +99,7 @@ kill -STOP "$E"
 is "F is elected once E's term expires, and runs" $? 0
 is "F's fenced write is applied" "$(cat "$T/f.result")" t
 touch "$T/go2"
-waitfile "$T/e.result" || echo "not ok - E's late write did not happen"
+waitfile "$T/e.result" 400 || echo "not ok - E's late write did not happen"
 is "E's late write with its old term is rejected" "$(cat "$T/e.result")" f
 is "the row keeps F's write" "$(psql -X -At -c 'SELECT writer FROM report')" F
 kill -CONT "$E"
@@ -121,7 +118,7 @@ is "...and says so on stderr" $? 0
 waitgrep 'none' "$T/watch.out" || echo "not ok - leader --watch printed no first line"
 "$PGF" elect watched --ttl 60s --candidate G -- sh -c 'echo "$FENCE_TOKEN" > "$1/g.token"' sh "$T" 2>/dev/null
 "$PGF" elect watched --ttl 1s --candidate H -- sh -c 'echo "$FENCE_TOKEN" > "$1/h.token"; kill -STOP $PPID; sleep 30' sh "$T" 2>/dev/null & H=$!
-waitfile "$T/h.token" || echo "not ok - H was not elected"
+waitfile "$T/h.token" 400 || echo "not ok - H was not elected"
 # H's pg_fence is stopped: its term expires (no NOTIFY); the watch re-reads at expires_at.
 start=$(date +%s%N)
 for _ in $(seq 1 200); do kill -0 "$W" 2>/dev/null || break; sleep 0.05; done

@@ -23,8 +23,6 @@ set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_margin
 cli_env_require_leases
-FAILS=0
-is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
 q() { psql -X -At -c "$1"; }
 # wait_for SQL: up to 30 s for SQL to return t
 wait_for() { for _ in $(seq 1 600); do [ "$(q "$1")" = t ] && return 0; sleep 0.05; done; return 1; }

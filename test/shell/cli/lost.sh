@@ -12,9 +12,6 @@ set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_lost
 cli_env_require_leases
-FAILS=0
-is() { if [ "$2" = "$3" ]; then echo "ok - $1"; else echo "not ok - $1: expected '$3', got '$2'"; FAILS=$((FAILS + 1)); fi; }
-waitfile() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 alive() { kill -0 "$1" 2>/dev/null && echo alive || echo dead; }
 
 psql -X -q -c "CREATE TABLE report (id int PRIMARY KEY, writer text, fence bigint NOT NULL DEFAULT 0)" \

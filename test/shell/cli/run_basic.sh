@@ -11,12 +11,6 @@ set -u
 . "$(dirname "$0")/../lib/cli_env.sh"
 cli_env_setup cli_run_basic
 
-FAILS=0
-ok() { echo "ok - $1"; }
-bad() { echo "not ok - $1"; FAILS=$((FAILS + 1)); }
-is() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi; }
-has() { if grep -q -- "$3" <<<"$2"; then ok "$1"; else bad "$1: '$3' not in: $2"; fi; }
-waitfile() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 
 # --- usage, help, version ------------------------------------------------
 "$PGF" --help >"$T/out" 2>"$T/err"; is "--help exits 0" $? 0

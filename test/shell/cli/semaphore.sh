@@ -16,12 +16,6 @@ if [ "$(psql -X -At -c "SELECT to_regprocedure('fence.semaphore_acquire(text,int
 	exit 77
 fi
 
-FAILS=0
-ok() { echo "ok - $1"; }
-bad() { echo "not ok - $1"; FAILS=$((FAILS + 1)); }
-is() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi; }
-has() { if grep -q -- "$3" <<<"$2"; then ok "$1"; else bad "$1: '$3' not in: $2"; fi; }
-waitfile() { for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 holders() { psql -X -At -c "SELECT count(*) FROM fence.locks WHERE name = '$1' AND kind = '$2' AND NOT expired"; }
 
 # --- usage ---------------------------------------------------------------

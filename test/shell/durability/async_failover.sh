@@ -19,40 +19,23 @@
 #      tokens, lets the old primary's lose, refuses one above (FN004).
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/standby.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 
 DB=fence_async_failover
-STANDBY=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/async_standby
-walsender=
+STANDBY=$FENCE_CLUSTER_DIR/async_standby
 
 qp() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qs() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$SPORT" -d "$DB" "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	[ -n "$walsender" ] && kill -CONT "$walsender" 2>/dev/null || true
-	standby_stop "$STANDBY"
-	if [ "$rc" -ne 0 ] && [ -f "$STANDBY.log" ]; then
-		echo "standby log (last lines):"
-		tail -n 20 "$STANDBY.log" || true
-	fi
-	rm -rf "$STANDBY" "$STANDBY.log"
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
+CLEANUP_SERVERS=("$STANDBY")
+CLEANUP_REMOVE=("$STANDBY" "$STANDBY.log")
 
-[ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no streaming replication"; exit 77; }
+require_streaming
 SPORT=$(standby_free_port) || { echo "no free port for the standby"; exit 1; }
 
-dropdb --if-exists "$DB"
-createdb "$DB"
-qp -c 'CREATE EXTENSION pg_fence'
+fresh_db "$DB"
 have_leases=$(qp -c "SELECT pg_catalog.to_regproc('fence.lease_acquire') IS NOT NULL")
 
 # 1. A streaming asynchronous standby, and tokens it has replayed.
@@ -63,20 +46,9 @@ standby_wait_replay "$SPORT" "$(psql -X -At -c 'SELECT pg_catalog.pg_current_wal
 
 # 2. Replication stalls; the primary keeps granting.
 walsender=$(standby_walsender_pid "$PGPORT" async_failover) || { echo "no walsender for the standby"; exit 1; }
+CLEANUP_CONT=("$walsender")
 kill -STOP "$walsender"
-draw() { # N NAME: draw N tokens on the primary (lock and unlock), print the highest
-	qp -c "DO \$\$
-DECLARE t bigint; m bigint := 0;
-BEGIN
-	FOR i IN 1..$1 LOOP
-		t := fence.try_lock('$2');
-		PERFORM fence.unlock('$2', t);
-		m := greatest(m, t);
-	END LOOP;
-	PERFORM pg_catalog.set_config('fence_test.max', m::text, false);
-END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.max')"
-}
-old=("$replicated" "$(draw 5000 failover/stalled)")
+old=("$replicated" "$(draw "$DB" 5000 failover/stalled)")
 old+=("$(qp -c BEGIN -c "SELECT fence.try_lock('failover/rolled-back')" -c ROLLBACK)")
 old+=("$(qp -c 'SET synchronous_commit = off' -c "SELECT fence.try_lock('failover/async')")")
 if [ "$have_leases" = t ]; then
@@ -107,7 +79,7 @@ check "the promoted standby's tokens (${new[*]}) beat every token the old primar
 	"$([ "$new_min" -gt "$old_max" ] && echo t || echo f)"
 
 # 4. The old primary keeps granting (split brain), then is lost.
-split=$(draw 100 failover/split-brain)
+split=$(draw "$DB" 100 failover/split-brain)
 check "the old primary's tokens after the promotion (max $split) lose to the new primary's (min $new_min)" t \
 	"$([ "$split" -lt "$new_min" ] && echo t || echo f)"
 # A resource fenced on the new primary: its tokens are issued (FN004 knows

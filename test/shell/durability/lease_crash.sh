@@ -11,6 +11,8 @@
 #     when the transaction did nothing else), never anything else;
 #   - no token seen before the crash is issued again: new grants are larger.
 set -euo pipefail
+. "$(dirname "$0")/../lib/clusters.sh"
+require_own_cluster crash
 
 q() { psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
 fail() { echo "lease_crash: FAIL: $*" >&2; exit 1; }

@@ -9,50 +9,32 @@
 # to the target and promoted (timeline 2) while the original keeps granting.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/standby.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 
 DB=fence_pitr_failover
-WORK=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/pitr
+WORK=$FENCE_CLUSTER_DIR/pitr
 ARCH=$WORK/archive
 BACKUP=$WORK/backup
-reset_conf=
 
 qp() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qr() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$RPORT" -d "$DB" "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
-num() { [[ "$1" =~ ^[0-9]+$ ]] || { echo "not a token: '$1'"; exit 1; }; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	standby_stop "$BACKUP"
-	[ "$rc" -ne 0 ] && [ -f "$BACKUP.log" ] && { echo "recovered server's log:"; tail -n 15 "$BACKUP.log"; }
-	rm -rf "$WORK"
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	if [ -n "$reset_conf" ]; then
-		psql -X -q -c 'ALTER SYSTEM RESET archive_mode' -c 'ALTER SYSTEM RESET archive_command' &&
-			"$FENCE_CLUSTER_CTL" restart || true
-	fi
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
+CLEANUP_SERVERS=("$BACKUP")
+CLEANUP_REMOVE=("$WORK")
 
-[ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no archiving"; exit 77; }
+require_streaming
 RPORT=$(standby_free_port) || { echo "no free port"; exit 1; }
 owner=$(stat -c %U "$PGDATA")
 rm -rf "$WORK"
 mkdir -p "$ARCH"
 chown -R "$owner" "$WORK"
 
-reset_conf=1
+CLEANUP_RESET=(archive_mode archive_command)
 psql -X -q -c 'ALTER SYSTEM SET archive_mode = on' -c "ALTER SYSTEM SET archive_command = 'cp %p $ARCH/%f'"
 "$FENCE_CLUSTER_CTL" restart
-dropdb --if-exists "$DB"
-createdb "$DB"
-qp -c 'CREATE EXTENSION pg_fence'
+fresh_db "$DB"
 before=$(qp -c "SELECT fence.try_lock('pitr/before-backup')")
 num "$before"
 
@@ -60,21 +42,9 @@ standby_allow_replication "$PGDATA" "$PGPORT"
 $STANDBY_AS_OWNER "$FENCE_PGBIN/pg_basebackup" -D "$BACKUP" -h "$PGHOST" -p "$PGPORT" -U postgres \
 	--wal-method=stream --checkpoint=fast --no-sync
 
-draw() { # N NAME: draw N tokens (lock and unlock), print the highest
-	qp -c "DO \$\$
-DECLARE t bigint; m bigint := 0;
-BEGIN
-	FOR i IN 1..$1 LOOP
-		t := fence.try_lock('$2');
-		PERFORM fence.unlock('$2', t);
-		m := greatest(m, t);
-	END LOOP;
-	PERFORM pg_catalog.set_config('fence_test.max', m::text, false);
-END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.max')"
-}
-first=$(draw 100 pitr/first)
+first=$(draw "$DB" 100 pitr/first)
 target=$(psql -X -At -c 'SELECT pg_catalog.pg_current_wal_flush_lsn()')
-later=$(draw 10000 pitr/after-target)
+later=$(draw "$DB" 10000 pitr/after-target)
 num "$first"
 num "$later"
 # archive everything up to here
@@ -107,7 +77,7 @@ recovered=$(qr -c "SELECT fence.try_lock('pitr/recovered')")
 num "$recovered"
 check "its first token ($recovered) beats every token of the timeline it left (max $later)" t \
 	"$([ "$recovered" -gt "$later" ] && echo t || echo f)"
-split=$(draw 100 pitr/original-continues)
+split=$(draw "$DB" 100 pitr/original-continues)
 check "the original server's later tokens (max $split) lose to it" t \
 	"$([ "$split" -lt "$recovered" ] && echo t || echo f)"
 exit "$fail"

@@ -19,47 +19,24 @@
 # Run under scripts/temp-cluster.sh (test/run-all.sh does), with or without
 # the preload.
 set -euo pipefail
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/standby.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 
 SRC=fence_epoch_src
 RESTORED=fence_epoch_restored
 COPY=fence_epoch_copy
-WORK=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/restore_epoch
+WORK=$FENCE_CLUSTER_DIR/restore_epoch
 OTHER=$WORK/other
 
 qd() { local db=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 qo() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$OPORT" -d "$RESTORED" "$@"; }
-num() { [[ "$1" =~ ^[0-9]+$ ]] || { echo "not a token: '$1'"; exit 1; }; }
 gt() { [ "$1" -gt "$2" ] && echo t || echo f; }
 epoch() { echo $(($1 >> 40)); }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	standby_stop "$OTHER"
-	[ "$rc" -ne 0 ] && [ -f "$OTHER.log" ] && { echo "$OTHER.log (last lines):"; tail -n 15 "$OTHER.log"; }
-	rm -rf "$WORK"
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	for db in "$SRC" "$RESTORED" "$COPY"; do dropdb --if-exists "$db" >/dev/null 2>&1 || true; done
-	exit "$rc"
-}
-trap cleanup EXIT
-
-draw() { # DB N NAME: draw N tokens (lock and unlock), print the highest
-	qd "$1" -c "DO \$\$
-DECLARE t bigint; m bigint := 0;
-BEGIN
-	FOR i IN 1..$2 LOOP
-		t := fence.try_lock('$3');
-		PERFORM fence.unlock('$3', t);
-		m := greatest(m, t);
-	END LOOP;
-	PERFORM pg_catalog.set_config('fence_test.max', m::text, false);
-END \$\$" -c "SELECT pg_catalog.current_setting('fence_test.max')"
-}
+CLEANUP_SERVERS=("$OTHER")
+CLEANUP_REMOVE=("$WORK")
+CLEANUP_DBS=("$SRC" "$RESTORED" "$COPY")
 
 for db in "$SRC" "$RESTORED" "$COPY"; do dropdb --if-exists "$db"; done
 rm -rf "$WORK"
@@ -127,16 +104,7 @@ done
 # 5. Restored into another (fresh) cluster.
 [ -x "$FENCE_PGBIN/initdb" ] || { echo "no initdb in $FENCE_PGBIN"; exit 1; }
 OPORT=$(standby_free_port) || { echo "no free port"; exit 1; }
-$STANDBY_AS_OWNER "$FENCE_PGBIN/initdb" -D "$OTHER" -U postgres --auth=trust --no-instructions >/dev/null
-preload=$(psql -X -At -c 'SHOW shared_preload_libraries')
-$STANDBY_AS_OWNER tee -a "$OTHER/postgresql.conf" >/dev/null <<CONF
-port = $OPORT
-listen_addresses = ''
-unix_socket_directories = '$PGHOST'
-shared_preload_libraries = '$preload'
-fsync = off
-CONF
-$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$OTHER" -l "$OTHER.log" -w -t 60 start >/dev/null
+fresh_cluster "$OTHER" "$OPORT"
 createdb -p "$OPORT" "$RESTORED"
 pg_restore -p "$OPORT" -d "$RESTORED" --exit-on-error "$WORK/dump"
 latest=$(draw "$SRC" 10 epoch/before-other)

@@ -16,47 +16,29 @@
 #      promoted: its tokens beat every token the fresh cluster returned.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/standby.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 
 DB=fence_restore_failover
-WORK=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/restore_failover
+WORK=$FENCE_CLUSTER_DIR/restore_failover
 FRESH=$WORK/fresh
 STANDBY=$WORK/standby
-walsender=
 
 qa() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qf() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$FPORT" -d "$DB" "$@"; }
 qs() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$SPORT" -d "$DB" "$@"; }
-num() { [[ "$1" =~ ^[0-9]+$ ]] || { echo "not a token: '$1'"; exit 1; }; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	[ -n "$walsender" ] && kill -CONT "$walsender" 2>/dev/null || true
-	standby_stop "$STANDBY"
-	standby_stop "$FRESH"
-	if [ "$rc" -ne 0 ]; then
-		for log in "$FRESH.log" "$STANDBY.log"; do
-			[ -f "$log" ] && { echo "$log (last lines):"; tail -n 15 "$log"; }
-		done
-	fi
-	rm -rf "$WORK"
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
+CLEANUP_SERVERS=("$STANDBY" "$FRESH")
+CLEANUP_REMOVE=("$WORK")
 
-[ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no streaming replication"; exit 77; }
+require_streaming
 FPORT=$(standby_free_port) || { echo "no free port"; exit 1; }
 SPORT=$(standby_free_port) || { echo "no free port"; exit 1; }
 [ "$SPORT" != "$FPORT" ] || SPORT=$(standby_free_port)
 
 # 1. A source database whose tokens are in epoch 3.
-dropdb --if-exists "$DB"
-createdb "$DB"
-qa -c 'CREATE EXTENSION pg_fence'
+fresh_db "$DB"
 src=("$(qa -c "SELECT fence.try_lock('restore/a')")")
 qa -c "SELECT pg_catalog.setval('fence.token_seq', (3::bigint << 40) + 5)" >/dev/null
 # (the shared allocator's running counter takes a higher value at its next start)
@@ -72,16 +54,7 @@ mkdir -p "$WORK"
 pg_dump -Fc -d "$DB" -f "$WORK/dump"
 chmod 644 "$WORK/dump"
 for i in 1 2 3; do src+=("$(qa -c "SELECT fence.try_lock('restore/after-dump-$i')")"); done
-$STANDBY_AS_OWNER "$FENCE_PGBIN/initdb" -D "$FRESH" -U postgres --auth=trust --no-instructions >/dev/null
-preload=$(psql -X -At -c 'SHOW shared_preload_libraries')
-$STANDBY_AS_OWNER tee -a "$FRESH/postgresql.conf" >/dev/null <<CONF
-port = $FPORT
-listen_addresses = ''
-unix_socket_directories = '$PGHOST'
-shared_preload_libraries = '$preload'
-fsync = off
-CONF
-$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$FRESH" -l "$FRESH.log" -w -t 60 start >/dev/null
+fresh_cluster "$FRESH" "$FPORT"
 createdb -p "$FPORT" "$DB"
 pg_restore -p "$FPORT" -d "$DB" --exit-on-error "$WORK/dump"
 src_max=${src[5]}
@@ -92,6 +65,7 @@ standby_make "$STANDBY" "$SPORT" restore_standby "$FPORT" "$FRESH"
 standby_wait_replay "$SPORT" "$(psql -X -At -p "$FPORT" -d postgres -c 'SELECT pg_catalog.pg_current_wal_flush_lsn()')" ||
 	{ echo "the standby did not replay the restore"; exit 1; }
 walsender=$(standby_walsender_pid "$FPORT" restore_standby) || { echo "no walsender for the standby"; exit 1; }
+CLEANUP_CONT=("$walsender")
 kill -STOP "$walsender"
 fresh=()
 for i in 1 2 3; do fresh+=("$(qf -c "SELECT fence.try_lock('restore/fresh-$i')")"); done

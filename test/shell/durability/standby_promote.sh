@@ -18,75 +18,33 @@
 #
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
-
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
-: "${FENCE_PGBIN:?run this under scripts/temp-cluster.sh}"
-DB=fence_standby
-AS_OWNER=${FENCE_AS_OWNER:-}
-SOCKDIR=$PGHOST
-STANDBY=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/standby
-STANDBY_LOG=$STANDBY.log
-
-# standby_free_port (the standbys' helpers, shared with the failover tests)
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/standby.sh"
+DB=fence_standby
+STANDBY=$FENCE_CLUSTER_DIR/standby
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qs() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$SPORT" -d "$DB" "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	if [ -f "$STANDBY/postmaster.pid" ]; then
-		$AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$STANDBY" -m immediate -w stop >/dev/null 2>&1 || true
-	fi
-	if [ "$rc" -ne 0 ] && [ -f "$STANDBY_LOG" ]; then
-		echo "standby log (last lines):"
-		tail -n 20 "$STANDBY_LOG" || true
-	fi
-	rm -rf "$STANDBY" "$STANDBY_LOG"
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	if [ -n "$reset_conf" ]; then
-		psql -X -q -c 'ALTER SYSTEM RESET wal_writer_delay' && "$FENCE_CLUSTER_CTL" restart || true
-	fi
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-reset_conf=
-trap cleanup EXIT
+CLEANUP_SERVERS=("$STANDBY")
+CLEANUP_REMOVE=("$STANDBY" "$STANDBY.log")
 
 SPORT=$(standby_free_port) || { echo "no free port for the standby"; exit 1; }
 
-[ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no streaming replication"; exit 77; }
+require_streaming
 
-dropdb --if-exists "$DB"
-createdb "$DB"
-q -c 'CREATE EXTENSION pg_fence'
+fresh_db "$DB"
 before_backup=$(q -c "SELECT fence.try_lock('standby/before-backup')")
 has_elections=$(q -c "SELECT pg_catalog.to_regproc('fence.campaign') IS NOT NULL")
 if [ "$has_elections" = t ]; then
 	term=$(q -c "SELECT fence.campaign('standby/leader', 'node-p', interval '1 hour')")
 fi
 
-reset_conf=1
+CLEANUP_RESET=(wal_writer_delay)
 psql -X -q -c "ALTER SYSTEM SET wal_writer_delay = '10s'"
 "$FENCE_CLUSTER_CTL" restart
 
-# Replication connections over the Unix socket, trusted like the others.
-if ! grep -q '^local[[:space:]]\+replication[[:space:]]' "$PGDATA/pg_hba.conf"; then
-	echo 'local replication all trust' | $AS_OWNER tee -a "$PGDATA/pg_hba.conf" >/dev/null
-	psql -X -q -c 'SELECT pg_catalog.pg_reload_conf()' >/dev/null
-fi
-
-rm -rf "$STANDBY" "$STANDBY_LOG"
-$AS_OWNER "$FENCE_PGBIN/pg_basebackup" -D "$STANDBY" -h "$SOCKDIR" -p "$PGPORT" -U postgres \
-	--write-recovery-conf --wal-method=stream --checkpoint=fast --no-sync
-$AS_OWNER tee -a "$STANDBY/postgresql.conf" >/dev/null <<CONF
-# standby of the pg_fence throwaway cluster
-port = $SPORT
-hot_standby = on
-CONF
-$AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$STANDBY" -l "$STANDBY_LOG" -w -t 60 start >/dev/null
+standby_make "$STANDBY" "$SPORT" standby
 
 fail=0
 [ "$(qs -c 'SELECT pg_catalog.pg_is_in_recovery()')" = t ] || { echo "the standby is not in recovery"; exit 1; }
@@ -153,7 +111,7 @@ done
 [ "$replayed" = t ] || { echo "the standby did not replay up to $flushed within 10 s"; exit 1; }
 
 "$FENCE_CLUSTER_CTL" stop-immediate
-$AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$STANDBY" -w -t 60 promote >/dev/null
+$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$STANDBY" -w -t 60 promote >/dev/null
 [ "$(qs -c 'SELECT pg_catalog.pg_is_in_recovery()')" = f ] || { echo "the standby was not promoted"; exit 1; }
 
 next=$(qs -c "SELECT fence.try_lock('standby/after-promote')")

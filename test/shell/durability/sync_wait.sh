@@ -17,18 +17,15 @@
 #      the old primary returned.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
+. "$(dirname "$0")/../lib/durability.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/standby.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 
 DB=fence_sync_wait
-STANDBY=${FENCE_CLUSTER_DIR:-$(dirname "$PGDATA")}/sync_standby
-walreceiver=
-reset_conf=
+STANDBY=$FENCE_CLUSTER_DIR/sync_standby
 
 qp() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 qs() { psql -X -q -At -v ON_ERROR_STOP=1 -p "$SPORT" -d "$DB" "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 # SQLSTATE of a statement (after SETs), or its value
 # "error SQLSTATE" or the value (a WARNING of PostgreSQL's may come first;
 # the call's outcome is the last line)
@@ -36,42 +33,24 @@ last_outcome() { grep -v -e '^SET$' -e '^WARNING:' | tail -n 1 | sed 's/^ERROR: 
 sqlstate() { timeout 60 psql -X -q -At -d "$DB" -v VERBOSITY=sqlstate "$@" 2>&1 | last_outcome || true; }
 held() { qp -c "SELECT count(*) FROM fence.locks WHERE name LIKE 'sync/%'"; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT
-	[ -n "$walreceiver" ] && kill -CONT "$walreceiver" 2>/dev/null || true
-	standby_stop "$STANDBY"
-	if [ "$rc" -ne 0 ] && [ -f "$STANDBY.log" ]; then
-		echo "standby log (last lines):"
-		tail -n 20 "$STANDBY.log" || true
-	fi
-	rm -rf "$STANDBY" "$STANDBY.log"
-	server_up || "$FENCE_CLUSTER_CTL" start || true
-	if [ -n "$reset_conf" ]; then
-		psql -X -q -c 'ALTER SYSTEM RESET synchronous_standby_names' &&
-			psql -X -q -c 'SELECT pg_catalog.pg_reload_conf()' >/dev/null || true
-	fi
-	dropdb --if-exists "$DB" >/dev/null 2>&1 || true
-	exit "$rc"
-}
-trap cleanup EXIT
+CLEANUP_SERVERS=("$STANDBY")
+CLEANUP_REMOVE=("$STANDBY" "$STANDBY.log" "$STANDBY.cancel")
 
-[ "$(psql -X -At -c 'SHOW wal_level')" != minimal ] || { echo "wal_level = minimal: no streaming replication"; exit 77; }
+require_streaming
 SPORT=$(standby_free_port) || { echo "no free port for the standby"; exit 1; }
 
-dropdb --if-exists "$DB"
-createdb "$DB"
-qp -c 'CREATE EXTENSION pg_fence'
+fresh_db "$DB"
 have_leases=$(qp -c "SELECT pg_catalog.to_regproc('fence.lease_acquire') IS NOT NULL")
 
 standby_make "$STANDBY" "$SPORT" sync_standby
-reset_conf=1
+CLEANUP_RESET=(synchronous_standby_names)
 psql -X -q -c "ALTER SYSTEM SET synchronous_standby_names = 'sync_standby'"
 "$FENCE_CLUSTER_CTL" restart
 standby_poll 600 "SELECT 1 FROM pg_catalog.pg_stat_replication
 	WHERE application_name = 'sync_standby' AND sync_state = 'sync'" "$PGPORT" >/dev/null ||
 	{ echo "the standby did not become synchronous"; exit 1; }
 walreceiver=$(standby_walreceiver_pid "$SPORT") || { echo "no WAL receiver on the standby"; exit 1; }
+CLEANUP_CONT=("$walreceiver")
 kill -STOP "$walreceiver"
 
 returned=()
@@ -117,12 +96,11 @@ check "nothing is held after them" 0 "$(held)"
 # 4. Failover: everything the old primary returned loses.
 "$FENCE_CLUSTER_CTL" stop-immediate
 kill -CONT "$walreceiver"
-walreceiver=
+CLEANUP_CONT=()
 standby_promote "$STANDBY" "$SPORT" || { echo "the standby was not promoted"; exit 1; }
 next=$(qs -c "SELECT fence.try_lock('sync/after-promote')")
 max=0
 for t in "${returned[@]}"; do [ "$t" -gt "$max" ] && max=$t; done
 check "the promoted standby's first token $next beats every token returned (${returned[*]:-none})" t \
 	"$([[ "$next" =~ ^[0-9]+$ ]] && [ "$next" -gt "$max" ] && echo t || echo f)"
-rm -f "$STANDBY.cancel"
 exit "$fail"

@@ -24,12 +24,13 @@
 # Exit status: 0 all rounds kept the guarantee, 1 a token was reissued (or
 # the test could not run).
 set -euo pipefail
+. "$(dirname "$0")/../lib/clusters.sh"
+require_own_cluster crash
 
 # Run twice: in this cluster (pg_fence preloaded: tokens from the shared
 # allocator) and in a nested one without the preload (tokens from nextval).
 if [ -z "${FENCE_DURABILITY_INNER:-}" ]; then
-	FENCE_PRELOAD= FENCE_DURABILITY_INNER=1 FENCE_SHOW_LOG_ON_FAILURE= \
-		bash "$(dirname "$0")/../../../scripts/temp-cluster.sh" bash "$0" ||
+	nested_run FENCE_DURABILITY_INNER FENCE_PRELOAD= FENCE_SHOW_LOG_ON_FAILURE= ||
 		{ echo "FAILED without shared_preload_libraries"; exit 1; }
 	echo "(the rounds above ran without shared_preload_libraries; now with it)"
 fi

@@ -21,8 +21,9 @@
 #   4. the top of the epoch: 2200H after its last token.
 # Run under scripts/temp-cluster.sh (test/run-all.sh does).
 set -euo pipefail
+. "$(dirname "$0")/../lib/clusters.sh"
+require_own_cluster "restart and crash"
 . "$(dirname "$0")/../lib/check.sh"
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
 DB=fence_token_seq_altered
 qp() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 outcome() { psql -X -q -At -d "$DB" -v VERBOSITY=sqlstate "$@" 2>&1 | tail -n 1 | sed 's/^ERROR:  /error /' || true; }

@@ -26,21 +26,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
 source test/shell/lib/check.sh
-
-skip_before_17() {
-	if [ "$(q -c 'SHOW server_version_num')" -lt 170000 ]; then
-		echo "PostgreSQL 15/16 have no named DSM segments: without the preload a waiter polls"
-		exit 77
-	fi
-}
-
-if [ -z "${FENCE_WAKE_NO_PRELOAD_INNER:-}" ]; then
-	# inside a test cluster of the same server: skip before starting another
-	[ -z "${FENCE_CLUSTER_DIR:-}" ] || skip_before_17
-	FENCE_PRELOAD='' FENCE_WAKE_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
-fi
-
-skip_before_17
+source test/shell/lib/clusters.sh
+no_preload_17 FENCE_WAKE_NO_PRELOAD_INNER \
+	"PostgreSQL 15/16 have no named DSM segments: without the preload a waiter polls"
 
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

@@ -6,6 +6,21 @@
 # stopped ones first, so that SIGKILL reaches them), drops the database and
 # removes T.  Sets LEASES to t when the server has the lease functions.
 # Runs inside scripts/temp-cluster.sh, from the repository root.
+#
+# The CLI tests' assertions (FAILS counts the failed ones; a test ends with
+# [ "$FAILS" -eq 0 ]):
+#   ok TEXT / bad TEXT          "ok - TEXT" / "not ok - TEXT" (counted)
+#   is TEXT ACTUAL EXPECTED     ok when equal, else bad with both values
+#   has TEXT OUTPUT PATTERN     ok when grep finds PATTERN in OUTPUT
+#   waitfile FILE [TRIES]       until FILE is not empty, TRIES x 50 ms
+#                               (default 200: 10 s); fails after that
+
+FAILS=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; FAILS=$((FAILS + 1)); }
+is() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$3', got '$2'"; fi; }
+has() { if grep -q -- "$3" <<<"$2"; then ok "$1"; else bad "$1: '$3' not in: $2"; fi; }
+waitfile() { for _ in $(seq 1 "${2:-200}"); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 
 cli_env_setup() {
 	CLI_ENV_NAME=$1

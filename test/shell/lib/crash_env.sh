@@ -9,10 +9,11 @@
 # turns autovacuum (which commits, flushing WAL) off.  crash_env_cleanup
 # undoes it; call it from the test's EXIT trap.
 
-: "${FENCE_CLUSTER_CTL:?run this under scripts/temp-cluster.sh}"
+# server_up, and the skip (77) on a server that is not the throwaway cluster
+# shellcheck source=test/shell/lib/durability.sh
+. "$(dirname "${BASH_SOURCE[0]}")/durability.sh"
 
 admin() { psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
-server_up() { psql -X -q -d postgres -c 'SELECT 1' >/dev/null 2>&1; }
 
 crash_env_setup() {
 	admin -c "ALTER SYSTEM SET wal_writer_delay = '10s'" -c 'ALTER SYSTEM SET autovacuum = off'

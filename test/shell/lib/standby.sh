@@ -15,25 +15,19 @@
 #   standby_wait_replay PORT LSN      wait (60 s) until the standby at PORT
 #                                     replayed LSN
 #   standby_promote DIR PORT          promote it, wait until it is a primary
+#   fresh_cluster DIR PORT            a new cluster (initdb) in DIR, with the
+#                                     throwaway cluster's preload, started on
+#                                     PORT (socket in PGHOST; log DIR.log)
 # Run under scripts/temp-cluster.sh.  Replication over the Unix socket is
 # trusted like the other connections (a line is added to pg_hba.conf).
 
 : "${FENCE_PGBIN:?run this under scripts/temp-cluster.sh}"
 STANDBY_AS_OWNER=${FENCE_AS_OWNER:-}
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/cluster.sh"
+CLUSTER_AS_OWNER=$STANDBY_AS_OWNER
 
-standby_free_port() {
-	local p hex
-	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
-		[ "$p" -eq 5432 ] || [ "$p" -eq "$PGPORT" ] && continue
-		hex=$(printf ':%04X ' "$p")
-		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null && continue
-		[ -e "$PGHOST/.s.PGSQL.$p" ] && continue
-		echo "$p"
-		return 0
-	done
-	return 1
-}
+standby_free_port() { cluster_free_port "$PGHOST" "$PGPORT"; }
 
 standby_allow_replication() {
 	local data=$1 port=$2
@@ -49,13 +43,13 @@ standby_make() {
 	rm -rf "$dir" "$dir.log"
 	$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_basebackup" -D "$dir" -h "$PGHOST" -p "$pport" -U postgres \
 		--write-recovery-conf --wal-method=stream --checkpoint=fast --no-sync
-	$STANDBY_AS_OWNER tee -a "$dir/postgresql.conf" >/dev/null <<CONF
+	cluster_conf "$dir" <<CONF
 # standby $name of the pg_fence throwaway cluster
 port = $port
 hot_standby = on
 cluster_name = '$name'
 CONF
-	$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$dir" -l "$dir.log" -w -t 60 start >/dev/null
+	cluster_start "$FENCE_PGBIN" "$dir" "$dir.log"
 }
 
 standby_stop() {
@@ -90,4 +84,18 @@ standby_wait_replay() {
 standby_promote() {
 	$STANDBY_AS_OWNER "$FENCE_PGBIN/pg_ctl" -D "$1" -w -t 60 promote >/dev/null
 	standby_poll 600 "SELECT 1 WHERE NOT pg_catalog.pg_is_in_recovery()" "$2" >/dev/null
+}
+
+fresh_cluster() {
+	local dir=$1 port=$2 preload
+	preload=$(psql -X -At -d postgres -c 'SHOW shared_preload_libraries')
+	cluster_initdb "$FENCE_PGBIN" "$dir" "$dir.initdb.log"
+	cluster_conf "$dir" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$PGHOST'
+shared_preload_libraries = '$preload'
+fsync = off
+CONF
+	cluster_start "$FENCE_PGBIN" "$dir" "$dir.log"
 }

@@ -70,7 +70,7 @@ check "sql_exporter's collector: the same query and column for every metric" \
 # each query runs (as an unprivileged role, like an exporter's) and returns
 # every column its metrics read
 q -c 'CREATE ROLE monconf_reader LOGIN' >/dev/null
-trap 'dropdb --if-exists --force "$DB" 2>/dev/null; psql -X -q -c "DROP ROLE IF EXISTS monconf_reader" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'dropdb --if-exists --force "$DB" 2>/dev/null; psql -X -q -d postgres -c "DROP ROLE IF EXISTS monconf_reader" 2>/dev/null; rm -rf "$T"' EXIT
 for f in "$T"/q_*.sql; do
 	n=$(basename "$f" .sql)
 	header=$(psql -X -A -q -v ON_ERROR_STOP=1 -U monconf_reader -f "$f" 2>&1 | head -1)

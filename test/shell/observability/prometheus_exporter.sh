@@ -26,7 +26,7 @@ cleanup() {
 	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	dropdb --if-exists --force "$DB" 2>/dev/null
-	psql -X -q -c "DROP ROLE IF EXISTS prom_reader" 2>/dev/null
+	psql -X -q -d postgres -c "DROP ROLE IF EXISTS prom_reader" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT

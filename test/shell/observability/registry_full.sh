@@ -6,10 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-if [ -z "${FENCE_REGISTRY_FULL_INNER:-}" ]; then
-	FENCE_PRELOAD=pg_fence FENCE_PG_CONF='fence.max_locks = 16' FENCE_REGISTRY_FULL_INNER=1 \
-		exec bash scripts/temp-cluster.sh bash "$0"
-fi
+source test/shell/lib/clusters.sh
+nested_cluster FENCE_REGISTRY_FULL_INNER FENCE_PRELOAD=pg_fence 'FENCE_PG_CONF=fence.max_locks = 16'
 
 source test/shell/lib/check.sh
 

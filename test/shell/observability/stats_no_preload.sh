@@ -18,20 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
 source test/shell/lib/check.sh
-
-skip_before_17() {
-	if [ "$(q -c 'SHOW server_version_num')" -lt 170000 ]; then
-		echo "PostgreSQL 15/16 have no named DSM segments: no counters without the preload"
-		exit 77
-	fi
-}
-
-if [ -z "${FENCE_STATS_NO_PRELOAD_INNER:-}" ]; then
-	[ -z "${FENCE_CLUSTER_DIR:-}" ] || skip_before_17
-	FENCE_PRELOAD='' FENCE_STATS_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
-fi
-
-skip_before_17
+source test/shell/lib/clusters.sh
+no_preload_17 FENCE_STATS_NO_PRELOAD_INNER \
+	"PostgreSQL 15/16 have no named DSM segments: no counters without the preload"
 
 check "no shared_preload_libraries" "" "$(q -c 'SHOW shared_preload_libraries')"
 q -c 'CREATE EXTENSION pg_fence' >/dev/null

@@ -18,9 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-if [ -z "${FENCE_NO_PRELOAD_INNER:-}" ]; then
-	FENCE_PRELOAD= FENCE_NO_PRELOAD_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
-fi
+source test/shell/lib/clusters.sh
+nested_cluster FENCE_NO_PRELOAD_INNER FENCE_PRELOAD=
 
 source test/shell/lib/check.sh
 

@@ -18,9 +18,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.." || exit 1
 
-if [ -z "${FENCE_README_SETTINGS_INNER:-}" ]; then
-	FENCE_PRELOAD= FENCE_README_SETTINGS_INNER=1 exec bash scripts/temp-cluster.sh bash "$0"
-fi
+source test/shell/lib/clusters.sh
+nested_cluster FENCE_README_SETTINGS_INNER FENCE_PRELOAD=
 
 source test/shell/lib/check.sh
 pages=(README.md docs/*.md)

@@ -2,12 +2,12 @@
 # demo.sh - the pg_fence demo that `make demo` runs.
 #
 # Run it inside a throwaway cluster (it uses PGHOST/PGPORT/PGUSER/PGDATABASE):
-#     bash scripts/temp-cluster.sh bash test/demo/demo.sh
+#     bash scripts/temp-cluster.sh bash examples/demo/demo.sh
 # Bash and psql only.  Exits 0 when every act kept its invariants, 1 otherwise.
 #
-# Acts.  Each act lives in its own file test/demo/actN_topic.sh, which defines
+# Acts.  Each act lives in its own file examples/demo/actN_topic.sh, which defines
 # one function named actN (the part of the file name before the first "_").
-# demo.sh sources every test/demo/act*.sh present, in file-name order, and
+# demo.sh sources every examples/demo/act*.sh present, in file-name order, and
 # calls the functions one after another; a missing file is simply no act.
 # An act function:
 #   - prints its heading as  "=== Act N: what it shows ==="  and then its

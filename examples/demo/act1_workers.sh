@@ -1,7 +1,7 @@
 # act1_workers.sh - demo, act 1: workers share one lock and one document, and
 # a holder that freezes and loses its connection cannot write afterwards.
 #
-# Sourced by test/demo/demo.sh, which calls act1 (and provides demo_ms,
+# Sourced by examples/demo/demo.sh, which calls act1 (and provides demo_ms,
 # demo_sql, demo_session_*, demo_q, demo_track, demo_check, DEMO_TMP).
 #
 # Three workers A, B, C run as background processes, each driving its own
