@@ -17,8 +17,9 @@
 #                   the shell tests that restart or crash the server skip.
 #                   One layer: make check-regress, check-isolation,
 #                   check-pgtap, check-cpp, check-shell (REGRESS="a b" and
-#                   ISOLATION="c" pick tests); make pgxs-installcheck is
-#                   PGXS's own installcheck (pg_regress and isolation only)
+#                   ISOLATION="c" pick tests); make pgxs-installcheck (or
+#                   make installcheck INSTALLCHECK=pgxs, as pg_buildext runs
+#                   it) is PGXS's own (pg_regress and isolation only)
 # make test-versions  make test on every supported major this machine can get
 #                   (15 here, 17 in a Debian trixie chroot, 18 built from
 #                   source with assertions): scripts/test-versions.sh
@@ -159,8 +160,15 @@ include $(PGXS)
 # ISOLATION given on the command line pick pg_regress tests and specs.
 FENCE_TEST_PICKED = $(if $(filter command line,$(origin REGRESS)),FENCE_TEST_REGRESS="$(REGRESS)") \
 	$(if $(filter command line,$(origin ISOLATION)),FENCE_TEST_ISOLATION="$(ISOLATION)")
+# INSTALLCHECK=pgxs makes installcheck PGXS's own, without building
+# anything: what Debian's pg_buildext installcheck (debian/rules,
+# debian/tests/installcheck) runs against an installed package.
+ifeq ($(INSTALLCHECK),pgxs)
+installcheck: pgxs-installcheck
+else
 installcheck: all
 	$(FENCE_TEST_PICKED) PG_CONFIG=$(PG_CONFIG) bash test/installcheck.sh
+endif
 check-regress check-isolation check-pgtap check-shell: all
 	$(FENCE_TEST_PICKED) PG_CONFIG=$(PG_CONFIG) bash test/installcheck.sh $(patsubst check-%,%,$@)
 check-cpp: all
