@@ -72,6 +72,28 @@ LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION fence.lock_tag_key(oid, oid) IS
 'Internal (used by the views fence.locks and fence.waiters): the 64-bit name hash of a connection-bound lock from the classid and objid pg_locks shows for it, the key of fence.held_locks().';
 
+-- The pg_locks rows of pg_fence's connection-bound locks in this database,
+-- each with its name hash: the one selection both views below read.  A
+-- SQL-standard body, bound when the extension is created, so the caller's
+-- search_path plays no part.
+CREATE FUNCTION fence.lock_tags(OUT pid integer, OUT granted boolean,
+                                OUT waitstart timestamptz, OUT key bigint)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE
+BEGIN ATOMIC
+    SELECT l.pid, l.granted, l.waitstart,
+           fence.lock_tag_key(l.classid, l.objid)
+      FROM pg_catalog.pg_locks AS l
+     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+       AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
+       AND l.database OPERATOR(pg_catalog.=)
+           (SELECT d.oid FROM pg_catalog.pg_database AS d
+             WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+END;
+
+COMMENT ON FUNCTION fence.lock_tags() IS
+'Internal (used by the views fence.locks and fence.waiters): the pg_locks rows of pg_fence''s connection-bound locks in this database (advisory locks whose objsubid is fence.lock_tag_class()), with pid, granted, waitstart and the name hash key (fence.lock_tag_key).';
+
 -- One row per held lock or lease.  Connection-bound locks come from
 -- pg_locks (advisory locks of pg_fence's tag class, fence.lock_tag_class(),
 -- in this database), so a lock is shown exactly while the lock manager
@@ -81,14 +103,7 @@ COMMENT ON FUNCTION fence.lock_tag_key(oid, oid) IS
 -- come from the same pg_locks rows (waitstart: when the wait began).
 CREATE VIEW fence.locks AS
 WITH tags AS (
-    SELECT l.pid, l.granted, l.waitstart,
-           fence.lock_tag_key(l.classid, l.objid) AS key
-      FROM pg_catalog.pg_locks AS l
-     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-       AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
-       AND l.database OPERATOR(pg_catalog.=)
-           (SELECT d.oid FROM pg_catalog.pg_database AS d
-             WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+    SELECT t.pid, t.granted, t.waitstart, t.key FROM fence.lock_tags() AS t
 ), counted AS (
     SELECT t.pid, t.granted, t.key,
            pg_catalog.count(*) FILTER (WHERE NOT t.granted)
@@ -130,14 +145,7 @@ GRANT SELECT ON fence.locks TO PUBLIC;
 -- (a waiter has none): NULL when no holder is registered.
 CREATE VIEW fence.waiters AS
 WITH tags AS (
-    SELECT l.pid, l.granted, l.waitstart,
-           fence.lock_tag_key(l.classid, l.objid) AS key
-      FROM pg_catalog.pg_locks AS l
-     WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-       AND l.objsubid OPERATOR(pg_catalog.=) fence.lock_tag_class()
-       AND l.database OPERATOR(pg_catalog.=)
-           (SELECT d.oid FROM pg_catalog.pg_database AS d
-             WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+    SELECT t.pid, t.granted, t.waitstart, t.key FROM fence.lock_tags() AS t
 )
 SELECT r.name, w.pid, a.application_name,
        w.waitstart AS wait_started,

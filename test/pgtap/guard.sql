@@ -4,7 +4,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS pg_fence;
-SELECT plan(77);
+SELECT plan(85);
 
 -- functions and signatures
 SELECT has_function('fence', 'guard', ARRAY['regclass', 'name', 'name[]']);
@@ -97,13 +97,27 @@ SELECT function_returns('fence', 'lock_tag_class', ARRAY[]::name[], 'smallint');
 SELECT volatility_is('fence', 'lock_tag_class', ARRAY[]::name[], 'immutable');
 SELECT isnt_definer('fence', 'lock_tag_class', ARRAY[]::name[]);
 SELECT function_privs_are('fence', 'lock_tag_class', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
-SELECT ok(pg_get_viewdef('fence.locks'::regclass) LIKE '%objsubid = fence.lock_tag_class()%',
-          'fence.locks picks pg_locks rows by fence.lock_tag_class()');
+SELECT ok(pg_get_functiondef('fence.lock_tags()'::regprocedure) LIKE '%objsubid = fence.lock_tag_class()%',
+          'fence.lock_tags picks pg_locks rows by fence.lock_tag_class()');
+SELECT ok(pg_get_viewdef('fence.locks'::regclass) LIKE '%fence.lock_tags()%',
+          'fence.locks reads its pg_locks rows from fence.lock_tags()');
+SELECT ok(pg_get_viewdef('fence.waiters'::regclass) LIKE '%fence.lock_tags()%',
+          'fence.waiters reads its pg_locks rows from fence.lock_tags()');
+SELECT isnt_definer('fence', 'lock_tags', ARRAY[]::name[]);
+SELECT function_privs_are('fence', 'lock_tags', ARRAY[]::name[], 'public', ARRAY['EXECUTE']);
+SELECT function_returns('fence', 'lock_tag_key', ARRAY['oid', 'oid'], 'bigint');
+SELECT volatility_is('fence', 'lock_tag_key', ARRAY['oid', 'oid'], 'immutable');
+SELECT is(fence.lock_tag_key(NULL, 1), NULL, 'lock_tag_key(NULL, ...) is NULL');
 SELECT isnt(fence.try_xact_lock('tap_tag_class'), NULL, 'take a lock');
 SELECT is((SELECT count(*)::int FROM pg_locks
             WHERE locktype = 'advisory' AND pid = pg_backend_pid()
               AND objsubid = fence.lock_tag_class()), 1,
           'pg_locks shows the lock with objsubid = fence.lock_tag_class()');
+SELECT is((SELECT count(*)::int FROM fence.lock_tags() AS t
+            WHERE t.pid = pg_backend_pid() AND t.granted
+              AND t.key = (SELECT l.key FROM fence.held_locks() AS l
+                            WHERE l.pid = pg_backend_pid() AND l.name = 'tap_tag_class')), 1,
+          'fence.lock_tags() shows the lock under the key fence.held_locks() gives it');
 
 -- error contracts
 CREATE TABLE tap_guarded (id int PRIMARY KEY, fence bigint NOT NULL DEFAULT 0);
