@@ -4,7 +4,7 @@
 # overwriting each other's files in the system directories.
 #
 # Usage: scripts/dev-sandbox.sh DIR
-#   Copies the server (bin, lib, share) under DIR once, then prints the
+#   Copies the server (bin, lib, share, headers) under DIR once, then prints the
 #   variables to use:
 #     make install DESTDIR=DIR
 #     FENCE_SERVER_BIN=DIR/usr/lib/postgresql/15/bin scripts/temp-cluster.sh CMD
@@ -21,6 +21,15 @@ if [ ! -x "$DIR$SERVER/bin/postgres" ]; then
 	cp -a "$SERVER" "$DIR$(dirname "$SERVER")/"
 	cp -a "$SHARE" "$DIR$(dirname "$SHARE")/"
 	chmod -R a+rX "$DIR"
+fi
+# The headers too (server and libpq): the copied pg_config reports them
+# under DIR, so that a build with it (PG_CONFIG=DIR/.../pg_config) and the
+# Catch2 tests' (libpq-fe.h) find them there.
+INCLUDE=$("$PG_CONFIG" --includedir)        # /usr/include/postgresql
+if [ ! -d "$DIR$INCLUDE" ]; then
+	mkdir -p "$DIR$(dirname "$INCLUDE")"
+	cp -a "$INCLUDE" "$DIR$(dirname "$INCLUDE")/"
+	chmod -R a+rX "$DIR$INCLUDE"
 fi
 echo "DESTDIR=$DIR"
 echo "FENCE_SERVER_BIN=$DIR$SERVER/bin"

@@ -37,6 +37,8 @@ want() { [[ " $LAYERS " == *" $1 "* ]]; }
 
 # The suite's tests expect the maintenance database (as under temp-cluster.sh).
 export PGDATABASE=postgres
+# And PGUSER set, as under temp-cluster.sh (libpq's default, the login name).
+export PGUSER=${PGUSER:-$(id -un)}
 
 # Variables of a throwaway cluster (scripts/temp-cluster.sh) that is not the
 # server named: a test must not restart that cluster believing it is this one.

@@ -14,7 +14,7 @@
  *
  * C++17 or later.  Build with CMake (find_package(pg_fence CONFIG), target
  * pg_fence::client or pg_fence::client_static) or pkg-config (`pkg-config
- * --cflags --libs pg_fence`); see README.md, section "Building against it",
+ * --cflags --libs pg_fence`); see docs/cpp-client.md, "Building against it",
  * and examples/.
  *
  * Copyright (c) 2026, The pg_fence Developers

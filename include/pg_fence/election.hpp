@@ -89,7 +89,7 @@ struct LeaderWatchOptions
 /**
  * Follows the leader of one election on a connection of its own: LISTEN
  * pg_fence (the server notifies at commit every change of a lease's
- * holder: grant, takeover, resign, release; README "Notifications").  An
+ * holder: grant, takeover, resign, release; docs/elections.md, "Notifications").  An
  * election, a plain lease's grant (fence.lease_acquire: fence.leader()
  * reports its holder too) or a takeover is reported from the notification
  * itself, so a leader that resigns before anyone could read it is still

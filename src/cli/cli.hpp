@@ -24,7 +24,7 @@ namespace fence::cli {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-/* Exit codes (sysexits.h numbers where one fits); documented in README.md. */
+/* Exit codes (sysexits.h numbers where one fits); documented in docs/cli.md, "Exit status". */
 constexpr int kExitUsage = 64;       /* EX_USAGE: bad command line or duration */
 constexpr int kExitUnavailable = 69; /* EX_UNAVAILABLE: cannot connect, extension missing */
 constexpr int kExitInternal = 70;    /* EX_SOFTWARE: unexpected error (server error, fork...) */

@@ -4,13 +4,13 @@
 # "make install" puts the binary in $(bindir) (pg_config --bindir; on
 # Debian /usr/lib/postgresql/15/bin, beside the server's other client
 # tools) and, when DESTDIR is empty, a symbolic link to it in
-# $(PG_FENCE_LINK_DIR) (default /usr/local/bin, which is on every PATH;
-# make install PG_FENCE_LINK_DIR= skips the link).
+# $(PG_FENCE_LINK_DIR) (default, as root, /usr/local/bin, which is on every
+# PATH; none as another user; make install PG_FENCE_LINK_DIR= skips it).
 
 CLI_BIN           = src/cli/pg_fence
 CLI_SRCS          = $(sort $(wildcard src/cli/*.cpp))
 CLI_OBJS          = $(CLI_SRCS:.cpp=.o)
-PG_FENCE_LINK_DIR ?= /usr/local/bin
+PG_FENCE_LINK_DIR ?= $(if $(filter 0,$(shell id -u)),/usr/local/bin)
 
 all: $(CLI_BIN)
 

@@ -11,9 +11,10 @@
 #   pg_fenceConfig.cmake, pg_fenceConfigVersion.cmake   from the *.cmake.in
 #
 # The client is not part of the server installation: it is a library for
-# any C++ program, so "make install" puts it under CLIENT_PREFIX (default
-# /usr/local, which the compiler, the dynamic linker, pkg-config and CMake
-# all search on Debian), under $(DESTDIR):
+# any C++ program, so "make install" puts it under CLIENT_PREFIX (default,
+# as root, /usr/local, which the compiler, the dynamic linker, pkg-config
+# and CMake all search on Debian; as another user, the server's prefix),
+# under $(DESTDIR):
 #   $(CLIENT_LIBDIR)/libpg_fence_client.so.X.Y.Z, .so.$(CLIENT_SOVERSION) -> it,
 #                   .so -> it (the link the linker uses), libpg_fence_client.a
 #   $(CLIENT_INCLUDEDIR)/pg_fence/*.hpp       #include <pg_fence/client.hpp>
@@ -59,7 +60,12 @@ CLIENT_PC        = src/client/pg_fence.pc
 CLIENT_CMAKE     = src/client/pg_fenceConfig.cmake src/client/pg_fenceConfigVersion.cmake
 
 # Where "make install" puts the client (see the header).
-CLIENT_PREFIX       ?= /usr/local
+# As root, /usr/local; as another user (a PostgreSQL installation of one's
+# own), that installation's prefix (the parent of pg_config --bindir: a
+# source build's --prefix), which the user can write, beside its libpq: so
+# "make install" needs no root where the server needs none.
+CLIENT_AS_ROOT      := $(filter 0,$(shell id -u))
+CLIENT_PREFIX       ?= $(if $(CLIENT_AS_ROOT),/usr/local,$(patsubst %/,%,$(dir $(shell $(PG_CONFIG) --bindir))))
 CLIENT_LIBDIR       ?= $(CLIENT_PREFIX)/lib
 CLIENT_INCLUDEDIR   ?= $(CLIENT_PREFIX)/include
 CLIENT_PKGCONFIGDIR ?= $(CLIENT_LIBDIR)/pkgconfig

@@ -5,7 +5,7 @@
  *	  read by fence::LeaderWatch (not installed).
  *
  * The server sends one flat JSON object per change of a lease's holder
- * (README.md, "Notifications"): name, kind ("lease", "leader",
+ * (docs/elections.md, "Notifications"): name, kind ("lease", "leader",
  * "semaphore"), event ("acquired", "taken_over", "released", "resigned"),
  * token, holder, at, expires_at, and more keys this client ignores.
  *
