@@ -3,8 +3,9 @@
 #
 # client_stage DIR: from this (built) checkout, installs the client twice,
 # leaving /usr/local and the dynamic linker's cache alone:
-#   DIR/stage     make install-client DESTDIR=DIR/stage: the default layout
-#                 (CLIENT_PREFIX=/usr/local) staged, as a package build
+#   DIR/stage     make install-client DESTDIR=DIR/stage: root's default
+#                 layout (CLIENT_PREFIX=/usr/local, given: another user's
+#                 default is the server's prefix) staged, as a package build
 #                 would; STAGED_PREFIX=DIR/stage/usr/local.  The CMake
 #                 package is relocatable, so CMAKE_PREFIX_PATH finds it there.
 #   DIR/prefix    make install-client CLIENT_PREFIX=DIR/prefix: a private
@@ -22,11 +23,11 @@ client_stage() {
 	STAGED_PREFIX=$dir/stage/usr/local
 	PRIVATE_PREFIX=$dir/prefix
 	# The private prefix first: the tree's generated files name the install
-	# directories, and the staged (default) install leaves them as make test's.
+	# directories, and the staged (/usr/local) install leaves them as make test's.
 	if ! make -s --no-print-directory install-client ${PG_CONFIG:+PG_CONFIG="$PG_CONFIG"} \
 		CLIENT_PREFIX="$PRIVATE_PREFIX" LDCONFIG=true >"$log" 2>&1 ||
 		! make -s --no-print-directory install-client ${PG_CONFIG:+PG_CONFIG="$PG_CONFIG"} \
-			DESTDIR="$dir/stage" >>"$log" 2>&1; then
+			CLIENT_PREFIX=/usr/local DESTDIR="$dir/stage" >>"$log" 2>&1; then
 		echo "client_stage: make install-client failed:"
 		cat "$log"
 		return 1

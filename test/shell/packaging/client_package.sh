@@ -72,7 +72,7 @@ check "pg_fence command does not need the shared client library" "0" \
 	"$(readelf -d src/cli/pg_fence | grep -c 'NEEDED.*libpg_fence_client')"
 mkdir -p "$T/un"
 cp -a "$T/stage/." "$T/un/"
-make -s --no-print-directory uninstall-client DESTDIR="$T/un" >"$T/uninstall.log" 2>&1 ||
+make -s --no-print-directory uninstall-client CLIENT_PREFIX=/usr/local DESTDIR="$T/un" >"$T/uninstall.log" 2>&1 ||
 	{ echo "make uninstall-client failed:"; cat "$T/uninstall.log"; fail=1; }
 check "uninstall-client leaves no file" "" "$(cd "$T/un" && find . ! -type d)"
 
