@@ -3,12 +3,67 @@
 --
 
 -- The role whose members may renew and release any role's leases.  Roles are
--- cluster-wide: it may exist already (another database, an earlier install),
--- and it is not dropped with the extension.
+-- cluster-wide: it may exist already (pg_fence created it in another
+-- database, or before a DROP EXTENSION: it is not dropped with the
+-- extension), but so may a role of that name someone else created first to
+-- get what the extension grants it: on PostgreSQL 16+ a CREATEROLE
+-- non-superuser who creates it holds ADMIN OPTION on it and can grant it to
+-- itself.  An existing fence_admin is used only if it is as pg_fence creates
+-- it (NOLOGIN, no attribute) and no role but a superuser holds ADMIN OPTION
+-- on it; plain memberships a DBA granted are kept (docs/security.md).
+-- Otherwise 42710 duplicate_object, the code of CREATE ROLE for a name
+-- taken: the object is the problem, not the privileges of the superuser
+-- who runs CREATE EXTENSION (42501 would send the DBA looking at their own
+-- role).  The error undoes the whole CREATE EXTENSION / ALTER EXTENSION
+-- UPDATE.
 DO $$
+DECLARE
+	existing record;
+	attrs text[];
+	holders text;
+	why text[] := '{}';
 BEGIN
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) 'fence_admin') THEN
+	SELECT r.oid, r.rolcanlogin, r.rolsuper, r.rolcreaterole, r.rolcreatedb,
+		   r.rolreplication, r.rolbypassrls
+	  INTO existing
+	  FROM pg_catalog.pg_roles r
+	 WHERE r.rolname OPERATOR(pg_catalog.=) 'fence_admin';
+	IF NOT FOUND THEN
 		CREATE ROLE fence_admin NOLOGIN;
+		RETURN;
+	END IF;
+
+	attrs := pg_catalog.array_remove(ARRAY[
+		CASE WHEN existing.rolcanlogin THEN 'LOGIN' END,
+		CASE WHEN existing.rolsuper THEN 'SUPERUSER' END,
+		CASE WHEN existing.rolcreaterole THEN 'CREATEROLE' END,
+		CASE WHEN existing.rolcreatedb THEN 'CREATEDB' END,
+		CASE WHEN existing.rolreplication THEN 'REPLICATION' END,
+		CASE WHEN existing.rolbypassrls THEN 'BYPASSRLS' END], NULL);
+	SELECT pg_catalog.string_agg(pg_catalog.quote_ident(h.rolname), ', ' ORDER BY h.rolname)
+	  INTO holders
+	  FROM pg_catalog.pg_auth_members m
+	  JOIN pg_catalog.pg_roles h ON h.oid OPERATOR(pg_catalog.=) m.member
+	 WHERE m.roleid OPERATOR(pg_catalog.=) existing.oid
+	   AND m.admin_option
+	   AND NOT h.rolsuper;
+
+	IF pg_catalog.cardinality(attrs) OPERATOR(pg_catalog.>) 0 THEN
+		why := pg_catalog.array_append(why, pg_catalog.format(
+			'It has the attributes %s, which pg_fence never gives it.',
+			pg_catalog.array_to_string(attrs, ', ')));
+	END IF;
+	IF holders IS NOT NULL THEN
+		why := pg_catalog.array_append(why, pg_catalog.format(
+			'Roles that are not superusers hold ADMIN OPTION on it (%s): they could grant it, and what pg_fence grants it, to anyone.',
+			holders));
+	END IF;
+	IF pg_catalog.cardinality(why) OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'role "fence_admin" already exists and is not safe for pg_fence to use'
+			USING ERRCODE = 'duplicate_object',
+				  DETAIL = pg_catalog.format('pg_fence did not create role "fence_admin" as it is now. %s',
+											 pg_catalog.array_to_string(why, ' ')),
+				  HINT = 'Drop the role (DROP ROLE fence_admin), or make it NOLOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS and revoke the admin option (REVOKE ADMIN OPTION FOR fence_admin FROM ... CASCADE), then run the command again.';
 	END IF;
 END
 $$;

@@ -2,7 +2,8 @@
 # packaging/readme_sqlstates.sh - the documentation lists every SQLSTATE the
 # server code raises and every setting it defines.
 #
-#   - each errcode(ERRCODE_...) in src/server/, turned
+#   - each errcode(ERRCODE_...) in src/server/, and each condition name
+#     of a RAISE ... USING ERRCODE in the fragments sql/<version>/, turned
 #     into its SQLSTATE with PostgreSQL's utils/errcodes.h (and pg_fence's
 #     own MAKE_SQLSTATE definitions), has a row in the table of
 #     docs/sqlstates.md (between <!-- section: errors --> and
@@ -34,7 +35,12 @@ settings_page=docs/settings.md
 table=$(sed -n '/<!-- section: errors -->/,/<!-- \/section: errors -->/p' "$sqlstates")
 [ -n "$table" ] || { echo "not ok - $sqlstates has a SQLSTATEs section"; exit 1; }
 
-used=$(grep -rohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/server | sed -E 's/errcode\((.*)\)/\1/' | sort -u)
+# and each condition name a RAISE of the install scripts' fragments gives
+# (RAISE ... USING ERRCODE = 'duplicate_object'), as its ERRCODE_ name
+used=$( {
+	grep -rohE 'errcode\(ERRCODE_[A-Z0-9_]+\)' src/server | sed -E 's/errcode\((.*)\)/\1/'
+	grep -rohE "ERRCODE = '[a-z_]+'" sql | sed -E "s/ERRCODE = '(.*)'/ERRCODE_\1/" | tr 'a-z' 'A-Z'
+} | sort -u)
 n=0
 missing=()
 for name in $used; do
@@ -47,7 +53,7 @@ for name in $used; do
 	grep -qE "^\| \`$state\` \|" <<<"$table" || missing+=("$state ($name)")
 done
 check "the server code raises SQLSTATEs (found $n)" "yes" "$([ "$n" -ge 10 ] && echo yes || echo no)"
-check "every SQLSTATE raised in src/server is a row of $sqlstates" "" "${missing[*]:-}"
+check "every SQLSTATE raised in src/server or sql/ is a row of $sqlstates" "" "${missing[*]:-}"
 
 # the name is the first argument: on the call's line or the next one
 settings=$(find src/server -name '*.cpp' -exec grep -A1 -hE 'DefineCustom[A-Za-z]+Variable\(' {} + |
