@@ -99,6 +99,19 @@ for p in "${ours[@]}"; do
 		test "$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null)" = installed
 done
 
+# --- the documentation --------------------------------------------------------
+for p in "${ours[@]}"; do
+	[ "$p" = "${p#libpg-fence-client0}" ] || continue # the runtime library: README.md only
+	check "$p ships the reference: /usr/share/doc/$p/docs/cli.md, README.md" \
+		test -f "/usr/share/doc/$p/docs/cli.md" -a -f "/usr/share/doc/$p/README.md"
+done
+# Every file pg_fence(1) names (SEE ALSO) is there.
+man_refs=$(zcat /usr/share/man/man1/pg_fence.1.gz 2>/dev/null | grep -o '/usr/share/doc/[^ ,]*')
+missing=()
+for f in $man_refs; do [ -f "$f" ] || missing+=("$f"); done
+check "pg_fence(1)'s SEE ALSO files exist (${man_refs//$'\n'/ }; missing: ${missing[*]:-none})" \
+	test -n "$man_refs" -a ${#missing[@]} -eq 0
+
 # --- upgrade -----------------------------------------------------------------
 if [ -n "$prev_deb" ]; then
 	# The operator's steps (docs/install.md): restart (the preloaded
@@ -123,6 +136,12 @@ if new_cluster fresh ""; then
 	check "CREATE EXTENSION pg_fence in a fresh cluster (no preload)" psql_in fresh "CREATE EXTENSION pg_fence"
 	check "extversion $VERSION in the fresh cluster" \
 		test "$(psql_in fresh "SELECT extversion FROM pg_extension WHERE extname = 'pg_fence'")" = "$VERSION"
+	# What docs/install.md's "Remove" says stays: the cluster-wide role
+	# fence_admin, and how it goes.
+	psql_in fresh "DROP EXTENSION pg_fence" >/dev/null
+	check "fence_admin stays after DROP EXTENSION (docs/install.md, Remove)" \
+		test "$(psql_in fresh "SELECT count(*) FROM pg_roles WHERE rolname = 'fence_admin'")" = 1
+	check "DROP ROLE fence_admin after DROP EXTENSION" psql_in fresh "DROP ROLE fence_admin"
 else
 	bad "a fresh cluster"
 fi

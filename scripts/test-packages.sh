@@ -7,8 +7,13 @@
 # Steps (each timed; the last line is "N passed, N failed"):
 #   build     dpkg-buildpackage -us -uc -b (debian/) in a copy of the
 #             checkout (its tracked and untracked, not ignored, files) under
-#             $OUT/src, with DEB_BUILD_OPTIONS=nocheck: the regression suite
-#             runs below, against the installed package, instead of twice.
+#             $OUT/src, with the tests: debian/rules' override_dh_pgxs_test
+#             (the regression and isolation suites against the staged
+#             package, in pg_virtualenv's cluster; its time is printed).
+#             Then: no tracked file modified by the build (debian/control
+#             as committed), every other file it left ignored by .gitignore.
+#   dist      with --dist ZIP: the zip holds tracked files only (and the
+#             assembled install scripts): no debian/<package>/ tree.
 #   lintian   lintian --pedantic -I on the .changes; an error (E:) fails,
 #             warnings are listed (debian/README.source justifies them).
 #   previous  the previous release's extension package (0.1.0: the tag
@@ -107,16 +112,50 @@ VERSION=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$TOP/pg_fence.control")
 
 # --- build -----------------------------------------------------------------
 build() {
-	local src=$OUT/src/pg-fence-$VERSION
+	local src=$OUT/src/pg-fence-$VERSION t0 t1
 	mkdir -p "$src"
 	(cd "$TOP" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$src"
-	(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
-		dpkg-buildpackage -us -uc -b)
+	# The tests run as root here (CI): pg_buildext installcheck sets NONROOT,
+	# so pg_virtualenv makes its throwaway cluster in a temporary directory
+	# owned by postgres, and the server (running as postgres) loads the
+	# staged library from debian/postgresql-NN-pg-fence: readable by all.
+	chmod -R a+rX "$OUT/src"
+	# The tracked files' checksums before the build (checked after it).
+	(cd "$TOP" && git ls-files -z) | (cd "$src" && xargs -0 md5sum 2>/dev/null) >"$OUT/tracked.md5" || true
+	# Each output line stamped with the time, to measure dh_pgxs_test.
+	(cd "$src" && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc -b) 2>&1 |
+		while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done
 	cp "$OUT"/src/*.deb "$OUT/debs/"
 	rm -f "$OUT"/debs/*-dbgsym_*.deb
 	ls -l "$OUT/debs"
+	# debian/rules' override_dh_pgxs_test ran (the regression and isolation
+	# suites against the staged package), and how long it took: from its
+	# start to the next dh command.
+	grep -q 'override_dh_pgxs_test' "$OUT/build.log"
+	t0=$(awk '/override_dh_pgxs_test/ { print $1; exit }' "$OUT/build.log")
+	t1=$(awk -v t0="$t0" 'f && / +dh_[a-z_]+/ { print $1; exit } /override_dh_pgxs_test/ { f = 1 }' "$OUT/build.log")
+	echo "dh_pgxs_test (pg_buildext installcheck against the staged package): $((${t1:-$t0} - t0)) s" |
+		tee "$OUT/pgxs_test-time.txt"
+	# The build in the copy left the tracked files as they were:
+	# debian/control is the committed one (made for Debian 12's PostgreSQL
+	# 15; PG_UPDATECONTROL only remakes it for other majors, see
+	# debian/README.source).
+	local changed
+	changed=$(cd "$src" && md5sum --quiet -c "$OUT/tracked.md5" 2>&1) ||
+		{ echo "the build modified tracked files:"; echo "$changed"; return 1; }
+	echo "the build left every tracked file unmodified"
+	# Everything else the build left in the copy is ignored by .gitignore,
+	# so that neither git nor make dist (tracked files only) picks it up
+	# after a dpkg-buildpackage in a checkout.
+	local unignored
+	unignored=$(comm -23 <(cd "$src" && find . \( -type f -o -type l \) -printf '%P\n' | sort) \
+		<(cd "$TOP" && git ls-files -co --exclude-standard | sort) |
+		git -C "$TOP" check-ignore --no-index --stdin -v -n | sed -n 's/^::\t//p')
+	[ -z "$unignored" ] || { echo "build products .gitignore misses:"; echo "$unignored"; return 1; }
+	echo "every build product is ignored by .gitignore"
 }
 step build build || finish
+grep -h '^dh_pgxs_test' "$OUT/pgxs_test-time.txt" >&2 || true
 
 lint() {
 	lintian --pedantic -I --tag-display-limit 0 "$OUT"/src/*.changes >"$OUT/lintian.txt"
@@ -126,6 +165,21 @@ lint() {
 step lintian lint || true
 grep -E '^[EW]:' "$OUT/lintian.txt" >&2 || true
 $build_only && finish
+
+# --- the PGXN zip: the tracked files, nothing a build left -------------------
+dist_check() {
+	local entries extra
+	entries=$(unzip -Z1 "$dist" | grep -v '/$' | sed 's|^[^/]*/||' | sort)
+	echo "$(wc -l <<<"$entries") files in $(basename "$dist")"
+	if grep -E '^debian/[^/]+/' <<<"$entries" | grep -Ev '^debian/(source|tests)/'; then
+		echo "debian/<package>/ (or other build) entries in the zip"
+		return 1
+	fi
+	# Every file is tracked, but for the install scripts make-dist assembles.
+	extra=$(comm -23 <(echo "$entries") <(cd "$TOP" && git ls-files | sort) | grep -Ev '^sql/pg_fence--[0-9.]+(--[0-9.]+)?\.sql$' || true)
+	[ -z "$extra" ] || { echo "untracked files in the zip:"; echo "$extra"; return 1; }
+}
+[ -z "$dist" ] || step dist dist_check || true
 
 # --- the previous release's package ----------------------------------------
 previous() {
@@ -242,6 +296,10 @@ trixie() {
 		PG_MAJOR=17 bash pg-fence-$VERSION/scripts/install-deps.sh --packages
 		cd pg-fence-$VERSION
 		DEB_BUILD_OPTIONS='nocheck parallel=$(nproc)' DEB_BUILD_PROFILES=nocheck dpkg-buildpackage -us -uc -b
+		# PG_UPDATECONTROL remade debian/control for PostgreSQL 17 in this
+		# copy (debian/README.source); a clone built here would show it
+		# modified (git checkout debian/control restores it).
+		grep -q '^Package: postgresql-17-pg-fence' debian/control
 		cd ..
 		lintian --pedantic -I --tag-display-limit 0 *.changes | tee lintian.txt
 		ls -l *.deb
