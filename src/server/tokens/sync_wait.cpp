@@ -65,32 +65,45 @@ RequireSyncCommitForTokens()
 			 "Set synchronous_commit to on, remote_write or remote_apply for the calls that grant locks or leases.")));
 }
 
+/*
+ * Waits in a loop on the confirmed position, not in PostgreSQL's queue of
+ * committing backends (SyncRepWaitForLSN): that queue holds each LSN at
+ * most once (syncrep.c asserts it, SyncRepQueueIsOrderedByLSN), which
+ * commit records keep, each ending at its own position, but tokens do not:
+ * every backend drawing from one reserved range of tokens waits for the
+ * same record.  The walsenders wake only the queue, so the loop looks
+ * again every millisecond; a cancel, statement_timeout or termination ends
+ * it, as it ends PostgreSQL's wait.
+ */
 void
 WaitForSyncStandbys(XLogRecPtr lsn)
 {
-	if (XLogRecPtrIsInvalid(lsn))
-		return;
-
-	/* as at commit: SyncRepWaitForLSN asserts that interrupts are held */
-	HOLD_INTERRUPTS();
-	SyncRepWaitForLSN(lsn, false);
-	RESUME_INTERRUPTS();
-
-	if (!SyncStandbysConfigured())
+	if (XLogRecPtrIsInvalid(lsn) || !SyncStandbysConfigured())
 		return;
 	RequireSyncCommitForTokens();
 
-	int mode = WaitMode();
+	int        mode = WaitMode();
+	bool       in_effect;
+	XLogRecPtr confirmed;
 
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	bool       in_effect = compat::SyncStandbysInEffect(WalSndCtl);
-	XLogRecPtr confirmed = WalSndCtl->lsn[mode];
+	for (;;)
+	{
+		LWLockAcquire(SyncRepLock, LW_SHARED);
+		in_effect = compat::SyncStandbysInEffect(WalSndCtl);
+		confirmed = WalSndCtl->lsn[mode];
+		LWLockRelease(SyncRepLock);
 
-	LWLockRelease(SyncRepLock);
-
-	/* as SyncRepWaitForLSN decides: no standby list in effect, or confirmed */
-	if (!in_effect || lsn <= confirmed)
-		return;
+		/* as SyncRepWaitForLSN decides: no standby list in effect, or confirmed */
+		if (!in_effect || lsn <= confirmed)
+			return;
+		if (ProcDiePending || QueryCancelPending)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1,
+						 WAIT_EVENT_SYNC_REP);
+		ResetLatch(MyLatch);
+	}
+	/* the cancel is answered here (a termination still ends the session) */
+	QueryCancelPending = false;
 	ereport(
 		ERROR,
 		(errcode(ERRCODE_QUERY_CANCELED),

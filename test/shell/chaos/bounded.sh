@@ -5,7 +5,8 @@
 # with an asynchronous standby that lags before each failover, every fault
 # of the nemesis injected (pauses past the TTL, terminated backends, an
 # immediate restart, a failover).  Passes when the checker proves every
-# property on both histories (test/chaos/checks.cpp); the last run's
+# property on both histories (test/chaos/checks.cpp) and neither server
+# log shows a crash (a failed assertion, an abort); the last run's
 # history and timeline stay in test/chaos/out.
 #
 # CHAOS_BOUNDED_SECONDS sets the length of each run (default 25); the
@@ -35,6 +36,17 @@ for replication in sync async; do
 		bash test/chaos/chaos.sh
 	rc=$?
 	[ "$rc" -eq 0 ] || { echo "not ok - chaos run with $replication replication (exit $rc)"; fail=1; }
+	# Faults are the nemesis's, never the server's: no failed assertion
+	# (a server built with --enable-cassert) and no backend killed by a
+	# signal of its own, though the checker's properties survive one.
+	crashes=$(grep -hE 'TRAP: |terminated by signal (6|11)' test/chaos/out-$replication/server-*.log 2>/dev/null)
+	if [ -n "$crashes" ]; then
+		echo "not ok - no server crash in the $replication run:"
+		echo "$crashes" | head -5 | sed 's/^/    /'
+		fail=1
+	else
+		echo "ok - no server crash in the $replication run"
+	fi
 done
 # The timeline of the async run, where docs/chaos.md points.
 rm -rf test/chaos/out && mv test/chaos/out-async test/chaos/out 2>/dev/null
