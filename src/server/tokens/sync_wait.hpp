@@ -43,9 +43,10 @@ void RequireSyncCommitForTokens();
  * (remote_write: written; on: flushed; remote_apply: replayed), then check
  * that they did (WalSndCtl's confirmed position under SyncRepLock): raise
  * 57014 (query_canceled) if the wait was ended by a cancel,
- * statement_timeout or termination before that.  The wait runs with
- * interrupts held, as PostgreSQL's commit does (an assert-enabled server
- * checks it).  PostgreSQL-style (raises ERROR).
+ * statement_timeout or termination before that.  It loops on that
+ * position (wait event SyncRep) rather than joining PostgreSQL's queue of
+ * committing backends, which holds each LSN at most once while many token
+ * draws share one (sync_wait.cpp).  PostgreSQL-style (raises ERROR).
  */
 void WaitForSyncStandbys(XLogRecPtr lsn);
 
