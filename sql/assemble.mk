@@ -9,7 +9,7 @@
 # so that a fresh install and an upgrade run the same statements.  At release
 # both files are committed and the fragments removed.
 
-PREV_VERSION = 0.1.0
+PREV_VERSION = 0.2.0
 DEV_VERSION  = $(EXTVERSION)
 DEV_FRAGMENTS = $(sort $(wildcard sql/$(DEV_VERSION)/*.sql))
 DEV_UPGRADE  = sql/$(EXTENSION)--$(PREV_VERSION)--$(DEV_VERSION).sql

@@ -1,6 +1,0 @@
--- 0.2.0: leases, semaphores, guard trigger, advance, fenced_update's expect_fence,
--- observability.
--- Fragments are applied in file-name order:
---   05-*  token epochs (sequences)
---   10-*  leases   15-*  semaphores   20-*  guard / advance   25-*  fenced writes
---   30-*  observability
