@@ -211,11 +211,13 @@ SELECT throws_ok($$SELECT fence.fail(-42, 1, 'e')$$, 'P0002', 'job -42 does not 
 SELECT throws_ok($$SET TRANSACTION READ ONLY; SELECT fence.fail(1, 1, 'e')$$, '25006',
 	'cannot fail a job in a read-only transaction', 'fail: read-only transaction');
 SELECT is(fence.fail(:j1, :t2 - 1, 'e'), false, 'fail with another token: false');
+SELECT pg_catalog.clock_timestamp() AS before_fail \gset
 SELECT ok(fence.fail(:j1, :t2, 'boom'), 'fail with the claim''s token: true');
-SELECT results_eq($$SELECT state, last_error, token,
-                           run_at >= clock_timestamp() + interval '1.9 s',
-                           run_at < clock_timestamp() + interval '2.6 s'
-                      FROM fence.jobs WHERE id = $$ || :j1,
+SELECT pg_catalog.clock_timestamp() AS after_fail \gset
+SELECT results_eq(format($$SELECT state, last_error, token,
+                           run_at >= %L::timestamptz + interval '2 s',
+                           run_at < %L::timestamptz + interval '2.5 s'
+                      FROM fence.jobs WHERE id = %s$$, :'before_fail', :'after_fail', :j1),
 	$$VALUES ('queued'::text, 'boom'::text, $$ || :t2 || $$::bigint, true, true)$$,
 	'a failed attempt with attempts left is queued again after 2^1 s (+ up to 25 %)');
 SELECT is_empty($$SELECT * FROM fence.claim('tap/q', '1 min')$$, 'not runnable during its backoff');
@@ -241,9 +243,9 @@ SELECT is(:oa2, 2, 'a retried job gets one more attempt, counted on');
 
 -- rescue at expiry: the old token is refused, the new one is larger
 SELECT fence.enqueue('tap/q/exp', '{}') AS ej \gset
-SELECT token AS et1 FROM fence.claim('tap/q/exp', '100 ms') \gset
+SELECT token AS et1 FROM fence.claim('tap/q/exp', '2 s') \gset
 SELECT is_empty($$SELECT * FROM fence.claim('tap/q/exp', '1 min')$$, 'an unexpired claim is not claimable');
-SELECT pg_sleep(0.2);
+SELECT pg_sleep(2.1);
 SELECT job_id AS ej2, token AS et2, attempt AS ea2 FROM fence.claim('tap/q/exp', '1 min') \gset
 SELECT is(:ej2::bigint, :ej::bigint, 'an expired claim is claimed again');
 SELECT ok(:et2 > :et1, 'with a larger token');
