@@ -5,7 +5,7 @@
 -- by pg_prove as a superuser; everything is rolled back.  Leases expire on
 -- the server clock, so keys expire during pg_sleep inside the transaction.
 BEGIN;
-SELECT plan(139);
+SELECT plan(141);
 
 -- Shape: exact signatures, returns, C, VOLATILE, CALLED ON NULL INPUT,
 -- SECURITY INVOKER, PARALLEL UNSAFE, PUBLIC may call.  8 tests each.
@@ -174,6 +174,14 @@ SELECT token AS t2 FROM fence.once_begin('tap/once/null', '1 min') \gset
 SELECT ok(fence.once_finish('tap/once/null', :t2), 'once_finish without a response: true');
 SELECT results_eq($$SELECT status, response FROM fence.once_begin('tap/once/null', '1 min')$$,
 	$$VALUES ('done'::text, NULL::jsonb)$$, 'done with a NULL response');
+
+-- A large response (stored out of line, TOAST) is replayed whole.
+SELECT token AS t6 FROM fence.once_begin('tap/once/big', '1 min') \gset
+SELECT ok(fence.once_finish('tap/once/big', :t6,
+	jsonb_build_object('body', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 4000) i))),
+	'once_finish stores a 128 kB response');
+SELECT is((SELECT length(response->>'body') FROM fence.once_begin('tap/once/big', '1 min')), 128000,
+	'done replays the whole large response');
 
 -- once_release: retryable at once, with a larger token and the step kept.
 SELECT token AS t3 FROM fence.once_begin('tap/once/rel', '1 min', 'fpr') \gset
