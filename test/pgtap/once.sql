@@ -5,7 +5,7 @@
 -- by pg_prove as a superuser; everything is rolled back.  Leases expire on
 -- the server clock, so keys expire during pg_sleep inside the transaction.
 BEGIN;
-SELECT plan(141);
+SELECT plan(144);
 
 -- Shape: exact signatures, returns, C, VOLATILE, CALLED ON NULL INPUT,
 -- SECURITY INVOKER, PARALLEL UNSAFE, PUBLIC may call.  8 tests each.
@@ -269,6 +269,18 @@ SELECT is((SELECT owner FROM fence.once_keys WHERE key = 'tap/once/acct'), 'tap_
 	'a member sees the key in fence.once_keys, with its owner role');
 SELECT ok(fence.once_finish('tap/once/acct', :ta, '{"ok": true}'), 'a member may finish it with the token');
 RESET ROLE;
+-- a key whose owner role was dropped: only fence_admin and superusers
+CREATE ROLE tap_once_gone;
+SET LOCAL ROLE tap_once_gone;
+SELECT is((SELECT status FROM fence.once_begin('tap/once/gone', '1 min')), 'new', 'a role begins a key');
+RESET ROLE;
+DROP ROLE tap_once_gone;
+SET LOCAL ROLE tap_once_a;
+SELECT throws_ok($$SELECT * FROM fence.once_begin('tap/once/gone', '1 min')$$, '42501',
+	'permission denied for idempotency key "tap/once/gone"', 'a key of a dropped role: 42501 for other roles');
+RESET ROLE;
+SELECT is((SELECT status FROM fence.once_begin('tap/once/gone', '1 min')), 'in_progress',
+	'a superuser still sees it');
 GRANT fence_admin TO tap_once_b;
 SET LOCAL ROLE tap_once_b;
 SELECT results_eq($$SELECT status, response FROM fence.once_begin('tap/once/acct', '1 min')$$,
