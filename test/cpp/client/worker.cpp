@@ -344,8 +344,10 @@ TEST_CASE("Worker: a terminated claimant session is rescued at once, not at TTL"
 	CHECK(log.reason == fence::LossReason::kRefused);
 	CHECK_THROWS_AS(a[0].complete(), pqxx::sql_error);
 	CHECK(b[0].complete());
-	/* The first worker claims again on a new session. */
+	/* The first worker's next claim reports the lost session; the one after connects again. */
 	EnqueueJob(q);
+	CHECK_THROWS_AS(w.claim(1, 2s), pqxx::broken_connection);
+	CHECK(w.backend_pid() == 0);
 	auto again = w.claim(1, 2s);
 	CHECK(again.size() == 1);
 	CHECK(w.backend_pid() > 0);
