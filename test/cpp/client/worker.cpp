@@ -113,7 +113,7 @@ TEST_CASE("Worker: a claimed job is kept past its TTL by heartbeats, then comple
 	const std::string    q = Queue("basic");
 	const std::int64_t   id = EnqueueJob(q, "{\"to\": \"ann\"}");
 	fence::WorkerOptions o;
-	o.ttl = 600ms;
+	o.ttl = 1200ms; /* heartbeats every 400 ms, the first one on a new connection */
 	o.holder = "catch2 worker";
 	fence::Worker w("", q, o);
 	CHECK(w.queue() == q);
@@ -130,7 +130,7 @@ TEST_CASE("Worker: a claimed job is kept past its TTL by heartbeats, then comple
 	CHECK(JobField(id, "token") == std::to_string(job.token()));
 	CHECK(JobField(id, "holder") == "catch2 worker");
 
-	std::this_thread::sleep_for(1500ms); /* 2.5 TTLs */
+	std::this_thread::sleep_for(3000ms); /* 2.5 TTLs */
 	CHECK_FALSE(job.lost());
 	CHECK(job.heartbeats() >= 2);
 	CHECK_FALSE(job.loss_token().stop_requested());
@@ -363,7 +363,7 @@ TEST_CASE("Worker: a cancelled job's heartbeat is refused and the loss reported"
 	const std::int64_t   id = EnqueueJob(q);
 	JobLossLog           log;
 	fence::WorkerOptions o;
-	o.ttl = 900ms;
+	o.ttl = 3s; /* a heartbeat every second: refused long before the deadline */
 	o.on_lost = log.callback();
 	fence::Worker w("", q, o);
 	auto          a = w.claim();
@@ -374,7 +374,7 @@ TEST_CASE("Worker: a cancelled job's heartbeat is refused and the loss reported"
 		pqxx::nontransaction tx(c);
 		CHECK(ExecParams1(tx, "SELECT fence.cancel($1)", id)[0].as<bool>());
 	}
-	CHECK(WaitFor([&] { return stop.stop_requested(); }, 2s));
+	CHECK(WaitFor([&] { return stop.stop_requested(); }, 4s));
 	CHECK(a[0].lost());
 	CHECK(log.count() == 1);
 	CHECK(log.reason == fence::LossReason::kRefused);

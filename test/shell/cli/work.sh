@@ -109,15 +109,16 @@ is "the job stays completed by B" "$(q "SELECT state, token FROM fence.jobs WHER
 
 # 5. A claim lost while pg_fence runs: cancelled, the next heartbeat is refused.
 jc=$(enq lost '{}')
-"$PGF" work lost --ttl 1500ms --max-jobs 1 -- sh -c 'echo $$ > "$1/l.pid"; exec sleep 30' sh "$T" 2>"$T/l.err" & L=$!
+"$PGF" work lost --ttl 6s --max-jobs 1 -- sh -c 'echo $$ > "$1/l.pid"; exec sleep 30' sh "$T" 2>"$T/l.err" & L=$!
 waitfile "$T/l.pid" || echo "not ok - lost test did not start"
 q "SELECT fence.cancel($jc)" >/dev/null
 start=$(date +%s%N)
 wait "$L"; rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 is "cancelled job: pg_fence exits 0" "$rc" 0
-is "cancelled job: the command was stopped within a heartbeat (TTL/3)" \
-	"$([ "$ms" -lt 1500 ] && echo yes || echo "no (${ms}ms)")" yes
+# Refused at the next heartbeat (every 2 s), before the claim's local deadline (3.75 s).
+is "cancelled job: the command was stopped at the next heartbeat" \
+	"$([ "$ms" -lt 3700 ] && echo yes || echo "no (${ms}ms)")" yes
 is "cancelled job: command dead" "$(alive "$(cat "$T/l.pid")")" dead
 has "cancelled job: the refusal is reported" "$(cat "$T/l.err")" "heartbeat refused"
 is "cancelled job stays cancelled" "$(q "SELECT state FROM fence.jobs WHERE id = $jc")" cancelled
@@ -143,6 +144,35 @@ is "two SIGTERMs: the command was stopped" "$(alive "$(cat "$T/t2.pid")")" dead
 is "two SIGTERMs: the job is queued again, runnable now" \
 	"$(q "SELECT state, attempt, run_at <= clock_timestamp() FROM fence.jobs WHERE id = $jt2")" "queued|1|t"
 has "two SIGTERMs: last_error names the signal" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jt2")" "signal 15"
+
+# An idle worker (waiting in the server for a job) stops at once on SIGTERM.
+"$PGF" work idle -- true 2>/dev/null & W=$!
+sleep 0.5
+start=$(date +%s%N)
+kill -TERM "$W"
+wait "$W"; rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+is "idle worker: SIGTERM exits 0" "$rc" 0
+is "idle worker: at once (its wait in the server is cancelled)" "$([ "$ms" -lt 2000 ] && echo yes || echo "no (${ms}ms)")" yes
+is "idle worker: no waiting claim left behind" \
+	"$(q "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%fence.claim(%' AND pid <> pg_backend_pid()")" 0
+
+# A stopped command (kill -STOP) does not stop pg_fence: it keeps the claim
+# alive past its TTL, and the job completes once the command continues.
+js=$(enq stopped '{}')
+rm -f "$T/go"
+"$PGF" work stopped --ttl 1500ms --max-jobs 1 -- sh -c 'echo $$ > "$1/s.pid"; while [ ! -e "$1/go" ]; do sleep 0.05; done' sh "$T" 2>"$T/s.err" & W=$!
+waitfile "$T/s.pid" || echo "not ok - stopped test did not start"
+stok=$(q "SELECT token FROM fence.jobs WHERE id = $js")
+kill -STOP "$(cat "$T/s.pid")"
+sleep 2.5 # past the TTL
+is "stopped command: the claim is kept (same token, not expired)" \
+	"$(q "SELECT state, token, claimed_until > clock_timestamp() FROM fence.jobs WHERE id = $js")" "running|$stok|t"
+kill -CONT "$(cat "$T/s.pid")"; touch "$T/go"
+wait "$W"; rc=$?
+is "stopped command: pg_fence exits 0" "$rc" 0
+is "stopped command: the job completed with the first claim" "$(q "SELECT state, attempt FROM fence.jobs WHERE id = $js")" "completed|1"
+is "stopped command: no loss reported" "$(cat "$T/s.err")" ""
 
 # 7. --wait: idle exit; bad options 64; no server 69.
 start=$(date +%s%N)
