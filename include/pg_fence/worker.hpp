@@ -30,8 +30,10 @@
  * any Job it returned (the Jobs share it).  A second connection, opened
  * when first needed and shared the same way, carries Job::complete() and
  * Job::fail() without a transaction of the caller's.  Each Job's
- * heartbeat thread opens its own connection at its first heartbeat (a
- * job done within TTL/3 never opens one).
+ * heartbeat thread has a connection of its own: the idle one of an earlier
+ * Job of the same Worker that has been destroyed (up to 16 are kept), or a
+ * new one it opens as soon as it starts, so that a steady worker holds one
+ * heartbeat connection per job it runs at once.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

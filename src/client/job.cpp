@@ -112,6 +112,7 @@ Job::Abandon() noexcept
 	}
 	StopHeartbeat();
 	hb_->state->MarkReleased();
+	worker_->Recycle(hb_->conn); /* the heartbeat connection, for the next Job */
 	hb_.reset();
 	worker_.reset();
 }

@@ -59,7 +59,13 @@ struct LeaseImpl
 	 * the renewer calls fence.heartbeat(job_id, token, ttl) instead of
 	 * fence.lease_renew, and its messages say "heartbeat".
 	 */
-	std::int64_t        job_id = 0;
+	std::int64_t job_id = 0;
+	/*
+	 * Connect at the renewer's start rather than at the first renewal
+	 * (a Job whose Worker had no idle heartbeat connection to lend it), so
+	 * that the first heartbeat does not spend the claim's time connecting.
+	 */
+	bool                connect_first = false;
 	Lease::LossCallback on_lost;
 	RetryCallback       on_retry;
 	std::int64_t        token = 0;

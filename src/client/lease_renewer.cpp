@@ -131,6 +131,13 @@ LeaseImpl::RenewerLoopBody()
 	Clock::duration                     backoff = kFirstBackoff;
 	std::string                         last_error;
 
+	if (connect_first && !conn.connected())
+	{
+		/* A failure here is retried at the first renewal, as any other. */
+		PqOutcome c = Connect(FromNs(state->deadline.load()), stop_rd);
+		if (c.kind == PqOutcome::kStopped)
+			return;
+	}
 	for (;;)
 	{
 		std::int64_t d = state->deadline.load();

@@ -122,6 +122,15 @@ public:
 	/* A quoted SQL literal for `s` (PQescapeLiteral); needs a connection. */
 	std::string Literal(const std::string &s) const;
 
+	/* Exchanges the connections of two PqConns (fence::Worker's pool of heartbeat connections). */
+	void
+	Swap(PqConn &other) noexcept
+	{
+		PGconn *c = conn_;
+		conn_ = other.conn_;
+		other.conn_ = c;
+	}
+
 	bool connected() const;
 	int  backend_pid() const;
 	void Close();

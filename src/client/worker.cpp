@@ -66,6 +66,43 @@ WorkerShared::RunFinish(const std::function<std::string(const PqConn &)> &build,
 	return finish_conn.Exec(*sql, deadline, -1);
 }
 
+bool
+WorkerShared::Lend(PqConn &c) noexcept
+{
+	std::lock_guard<std::mutex> lk(pool_mu);
+	while (!pool.empty())
+	{
+		std::unique_ptr<PqConn> idle = std::move(pool.back());
+		pool.pop_back();
+		if (idle->connected())
+		{
+			c.Swap(*idle);
+			return true;
+		}
+	}
+	return false;
+}
+
+void
+WorkerShared::Recycle(PqConn &c) noexcept
+{
+	if (!c.connected())
+		return;
+	try
+	{
+		std::lock_guard<std::mutex> lk(pool_mu);
+		if (pool.size() >= kMaxIdle)
+			return;
+		auto idle = std::make_unique<PqConn>();
+		idle->Swap(c);
+		pool.push_back(std::move(idle));
+	}
+	catch (...)
+	{
+		/* out of memory: the connection is closed with its Job */
+	}
+}
+
 } // namespace detail
 
 using detail::Clock;
@@ -240,7 +277,11 @@ Worker::claim(int max_jobs, std::chrono::milliseconds wait)
 		job.payload_ = row[3].value_or("null");
 		job.attempt_ = std::stoi(row[2].value_or("0"));
 		job.hb_ = hb;
-		/* The heartbeat connects at its first beat (TTL/3): a short job never opens one. */
+		/* A finished Job's idle connection, or one opened by the heartbeat thread at once. */
+		if (s.Lend(hb->conn))
+			hb->backend_pid.store(hb->conn.backend_pid());
+		else
+			hb->connect_first = true;
 		LeaseImpl *raw = hb.get();
 		hb->renewer = std::thread([raw] { raw->RenewerLoop(); });
 		jobs.push_back(std::move(job));

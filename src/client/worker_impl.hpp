@@ -23,7 +23,9 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "pg_fence/worker.hpp"
 
@@ -53,6 +55,21 @@ struct WorkerShared
 
 	std::mutex finish_mu; /* finish_conn: complete() and fail() without a transaction */
 	PqConn     finish_conn;
+
+	/*
+	 * Idle heartbeat connections of finished Jobs, lent to the next Jobs
+	 * claimed (at most kMaxIdle kept), so that a steady worker opens one
+	 * per job it runs at once, not one per job.
+	 */
+	static constexpr std::size_t         kMaxIdle = 16;
+	std::mutex                           pool_mu;
+	std::vector<std::unique_ptr<PqConn>> pool;
+
+	/* Moves an idle connection into `c` (unconnected); false if none is left. */
+	bool Lend(PqConn &c) noexcept;
+
+	/* Takes `c`'s connection back into the pool if it is connected and there is room. */
+	void Recycle(PqConn &c) noexcept;
 
 	/*
 	 * Runs the statement `build` makes (it may quote with the connection)

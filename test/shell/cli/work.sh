@@ -100,6 +100,8 @@ waitfile "$T/a.result" || echo "not ok - A's late write did not happen"
 is "A's late write (old token) is stale" "$(cat "$T/a.result")" f
 is "the row keeps B's write" "$(q 'SELECT writer FROM report')" B
 is "A's command still runs while A is frozen" "$(alive "$apid")" alive
+is "A itself is still there (stopped)" "$(alive "$A")" alive
+[ "$(alive "$A")" = alive ] || sed 's/^/#   A: /' "$T/a.err"
 kill -CONT "$A"
 wait "$A"; rc=$?
 is "resumed A exits 0" "$rc" 0
