@@ -142,11 +142,18 @@ int
 RunOnce(const OnceCommand &c)
 {
 	RunOptions o = c.run;
+	bool       can_renew = false;
 	{
 		auto conn = Connect(o.conninfo);
 		CheckExtension(*conn, "fence.once_begin(text,interval,text)");
 		if (!c.key_per.empty())
 			o.name += ServerPeriod(*conn, c.key_per);
+		pqxx::nontransaction tx(*conn);
+		can_renew =
+			fence::pqxx_compat::Exec1(
+				tx, "SELECT pg_catalog.to_regprocedure('fence.once_renew(text,bigint,interval)') "
+					"IS NOT NULL")[0]
+				.as<bool>();
 	}
 	const std::string &key = o.name;
 	milliseconds       grace = std::min(kMaxGrace, o.ttl / 3);
@@ -193,6 +200,10 @@ RunOnce(const OnceCommand &c)
 	if (once->step())
 		Msg("%s: taking over from an owner that did not finish (it had reached step \"%s\")",
 			key.c_str(), once->step()->c_str());
+	if (!can_renew)
+		Msg("note: this server's pg_fence cannot renew an idempotency key (no fence.once_renew): "
+			"%s is held for its TTL (%s) only, and the command is stopped then",
+			key.c_str(), FormatDuration(o.ttl).c_str());
 	o.env = {"FENCE_KEY=" + key, "FENCE_STEP=" + once->step().value_or("")};
 	InstallHandlers();
 	pid_t     child = StartCommand(o, once->token());

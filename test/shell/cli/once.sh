@@ -83,6 +83,21 @@ is "... and is gone" "$(kill -0 "$(cat "$T/pid")" 2>/dev/null && echo alive || e
 "$PGF" once frozen-key -- true 2>/dev/null
 is "the key is done (by the second owner)" "$?" 0
 
+# --- a command that runs longer than the TTL ------------------------------------------
+renew=$(psql -X -At -c "SELECT to_regprocedure('fence.once_renew(text,bigint,interval)') IS NOT NULL")
+"$PGF" once --ttl 1500ms long-key -- sh -c 'sleep 3.5; echo done > "$1/long"' sh "$T" 2>"$T/long.err"
+rc=$?
+if [ "$renew" = t ]; then
+	is "renewed: a command longer than the TTL runs to its end" "$rc" 0
+	is "... and finishes" "$(cat "$T/long" 2>/dev/null)" done
+	"$PGF" once long-key -- true 2>/dev/null
+	is "... the key is done" "$?" 0
+else
+	is "no fence.once_renew: the key is held for its TTL only, exit 74" "$rc" 74
+	has "... said at start" "$(cat "$T/long.err")" "note: this server's pg_fence cannot renew"
+	is "... the command was stopped" "$([ -e "$T/long" ] && echo finished || echo stopped)" stopped
+fi
+
 # --- fingerprints ------------------------------------------------------------------
 "$PGF" once --fingerprint sha-a fp-key -- true 2>/dev/null
 is "a run with a fingerprint" "$?" 0
@@ -95,13 +110,13 @@ is "the same fingerprint: done, exit 0" "$?" 0
 
 # --- --key-per day -------------------------------------------------------------------
 today=$(psql -X -At -c "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD')")
-out=$("$PGF" once --key-per day daily -- sh -c 'echo "$FENCE_KEY"' 2>&1)
+out=$("$PGF" once --key-per day daily -- sh -c 'echo "$FENCE_KEY"' 2>/dev/null)
 is "--key-per day runs the command" "$?" 0
 is "... with KEY:YYYY-MM-DD (the server's UTC date)" "$out" "daily:$today"
 out=$("$PGF" once daily --key-per=day -- sh -c 'echo ran' 2>&1)
 is "a second run the same day exits 0" "$?" 0
 has "... and finds the day's key done" "$out" "daily:$today is already done"
-out=$("$PGF" once --key-per hour hourly -- sh -c 'echo "$FENCE_KEY"' 2>&1)
+out=$("$PGF" once --key-per hour hourly -- sh -c 'echo "$FENCE_KEY"' 2>/dev/null)
 has "--key-per hour: KEY:YYYY-MM-DDTHH" "$out" "^hourly:$today"'T[0-9][0-9]$'
 
 # --- usage errors ------------------------------------------------------------------
