@@ -204,9 +204,15 @@ RunOnce(const OnceCommand &c)
 		Msg("note: this server's pg_fence cannot renew an idempotency key (no fence.once_renew): "
 			"%s is held for its TTL (%s) only, and the command is stopped then",
 			key.c_str(), FormatDuration(o.ttl).c_str());
-	o.env = {"FENCE_KEY=" + key, "FENCE_STEP=" + once->step().value_or("")};
 	InstallHandlers();
-	pid_t     child = StartCommand(o, once->token());
+	CommandSpec spec;
+	spec.command = o.command;
+	spec.env = {{"FENCE_TOKEN", std::to_string(once->token())},
+				{"FENCE_NAME", key},
+				{"FENCE_KEY", key},
+				{"FENCE_STEP", once->step().value_or("")}};
+	spec.terminal = true; /* as `run` does */
+	pid_t     child = StartProcess(spec);
 	LockWatch watch;
 	watch.lost = [&](std::string *why) {
 		if (!once->lost())

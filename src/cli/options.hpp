@@ -37,8 +37,6 @@ struct RunOptions
 	std::string                 conninfo;
 	std::string                 name;
 	std::vector<std::string>    command;
-	/* NAME=VALUE pairs added to the command's environment (once: FENCE_KEY, FENCE_STEP). */
-	std::vector<std::string> env;
 };
 
 /* Parses what follows "run"; throws UsageError, or HelpRequested for --help / -h. */

@@ -54,6 +54,15 @@ struct LeaseImpl
 	std::chrono::milliseconds connect_timeout{0};
 	int                       permits = 0;      /* 0: a lease; else a semaphore permit */
 	bool                      campaign = false; /* fence.campaign / fence.resign */
+	Lease::LossCallback       on_lost;
+	RetryCallback             on_retry;
+	std::int64_t              token = 0;
+
+	PqConn                     conn; /* the renewer's, then release()'s */
+	std::atomic<int>           backend_pid{0};
+	std::atomic<std::uint64_t> renewals{0};
+	std::atomic<std::uint64_t> reconnects{0};
+
 	/*
 	 * The functions that renew and release: fence.<renew_function>(name,
 	 * token, ttl) -> boolean and fence.<release_function>(name, token) ->
@@ -61,16 +70,8 @@ struct LeaseImpl
 	 * renews a key it owns with once_renew and gives it up with
 	 * once_release through the same renewer.
 	 */
-	const char         *renew_function = "lease_renew";
-	const char         *release_function = "lease_release";
-	Lease::LossCallback on_lost;
-	RetryCallback       on_retry;
-	std::int64_t        token = 0;
-
-	PqConn                     conn; /* the renewer's, then release()'s */
-	std::atomic<int>           backend_pid{0};
-	std::atomic<std::uint64_t> renewals{0};
-	std::atomic<std::uint64_t> reconnects{0};
+	const char *renew_function = "lease_renew";
+	const char *release_function = "lease_release";
 
 	std::shared_ptr<LossState> state = std::make_shared<LossState>();
 	std::atomic<bool>          loss_reported{false};
