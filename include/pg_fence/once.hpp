@@ -149,7 +149,8 @@ public:
 	 * `conninfo`: a libpq connection string or URI ("" = the PG* variables);
 	 * `key`: 1 to 1024 bytes (scope it by tenant or user in the text, e.g.
 	 * "tenant-42:digest:2026-12-02"); `ttl`: the owner's lease, millisecond
-	 * resolution, at least 3 ms, renewed every TTL/3 while owned;
+	 * resolution, at least 3 ms, renewed every TTL/3 while owned (where the
+	 * server has fence.once_renew: see the file comment);
 	 * `fingerprint`: what identifies the request's content (e.g. a hash of
 	 * its body), or std::nullopt.  A key begun with one fingerprint answers
 	 * kMismatch to a begin with another (a NULL fingerprint on either side

@@ -11,8 +11,10 @@
  *    --lease TTL` (child.cpp starts it in its own process group, with
  *    FENCE_TOKEN, FENCE_KEY and FENCE_STEP; supervise.cpp's Supervise
  *    forwards signals and stops it, SIGTERM then SIGKILL, if the key is
- *    lost), while fence::Once renews the key every TTL/3 with the same
- *    renewer and local deadline as a lease (the safety margin is the kill
+ *    lost), while fence::Once renews the key every TTL/3 (where the server
+ *    has fence.once_renew; otherwise the key is held for its TTL, and a
+ *    note says so) with the same renewer and local deadline as a lease
+ *    (the safety margin is the kill
  *    grace plus the signal allowance, as for `run`, so the command is
  *    killed before the server lets anyone take the key over).  Exit 0:
  *    once_finish, the key is done; any other exit: once_release, the key
