@@ -5,7 +5,7 @@
 -- by pg_prove as a superuser; everything is rolled back.  Leases expire on
 -- the server clock, so keys expire during pg_sleep inside the transaction.
 BEGIN;
-SELECT plan(139);
+SELECT plan(144);
 
 -- Shape: exact signatures, returns, C, VOLATILE, CALLED ON NULL INPUT,
 -- SECURITY INVOKER, PARALLEL UNSAFE, PUBLIC may call.  8 tests each.
@@ -175,6 +175,14 @@ SELECT ok(fence.once_finish('tap/once/null', :t2), 'once_finish without a respon
 SELECT results_eq($$SELECT status, response FROM fence.once_begin('tap/once/null', '1 min')$$,
 	$$VALUES ('done'::text, NULL::jsonb)$$, 'done with a NULL response');
 
+-- A large response (stored out of line, TOAST) is replayed whole.
+SELECT token AS t6 FROM fence.once_begin('tap/once/big', '1 min') \gset
+SELECT ok(fence.once_finish('tap/once/big', :t6,
+	jsonb_build_object('body', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 4000) i))),
+	'once_finish stores a 128 kB response');
+SELECT is((SELECT length(response->>'body') FROM fence.once_begin('tap/once/big', '1 min')), 128000,
+	'done replays the whole large response');
+
 -- once_release: retryable at once, with a larger token and the step kept.
 SELECT token AS t3 FROM fence.once_begin('tap/once/rel', '1 min', 'fpr') \gset
 SELECT ok(fence.once_step('tap/once/rel', :t3, 'half'), 'step before the release');
@@ -261,6 +269,18 @@ SELECT is((SELECT owner FROM fence.once_keys WHERE key = 'tap/once/acct'), 'tap_
 	'a member sees the key in fence.once_keys, with its owner role');
 SELECT ok(fence.once_finish('tap/once/acct', :ta, '{"ok": true}'), 'a member may finish it with the token');
 RESET ROLE;
+-- a key whose owner role was dropped: only fence_admin and superusers
+CREATE ROLE tap_once_gone;
+SET LOCAL ROLE tap_once_gone;
+SELECT is((SELECT status FROM fence.once_begin('tap/once/gone', '1 min')), 'new', 'a role begins a key');
+RESET ROLE;
+DROP ROLE tap_once_gone;
+SET LOCAL ROLE tap_once_a;
+SELECT throws_ok($$SELECT * FROM fence.once_begin('tap/once/gone', '1 min')$$, '42501',
+	'permission denied for idempotency key "tap/once/gone"', 'a key of a dropped role: 42501 for other roles');
+RESET ROLE;
+SELECT is((SELECT status FROM fence.once_begin('tap/once/gone', '1 min')), 'in_progress',
+	'a superuser still sees it');
 GRANT fence_admin TO tap_once_b;
 SET LOCAL ROLE tap_once_b;
 SELECT results_eq($$SELECT status, response FROM fence.once_begin('tap/once/acct', '1 min')$$,

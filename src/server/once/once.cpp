@@ -171,7 +171,8 @@ PutResult(FunctionCallInfo fcinfo, Status status, const int64 *token, const Once
 	}
 	if (row != nullptr && status == Status::kDone && !row->response_null)
 	{
-		values[2] = row->response;
+		/* flattened: the row (and its TOAST) may be purged before the caller reads it */
+		values[2] = PointerGetDatum(PG_DETOAST_DATUM(row->response));
 		nulls[2] = false;
 	}
 	if (row != nullptr && status != Status::kMismatch && !row->step_null)
