@@ -32,6 +32,7 @@ struct RunOptions
 	std::optional<milliseconds> wait;
 	int                         permits = 0;   /* --semaphore N: a permit of N; 0: a lease */
 	bool                        elect = false; /* `elect`: campaign, holder is the candidate */
+	bool                        once = false;  /* `once`: NAME is an idempotency key (once.cpp) */
 	std::string                 holder;
 	std::string                 conninfo;
 	std::string                 name;

@@ -75,6 +75,16 @@ struct LeaseImpl
 	std::atomic<std::uint64_t> renewals{0};
 	std::atomic<std::uint64_t> reconnects{0};
 
+	/*
+	 * The functions that renew and release: fence.<renew_function>(name,
+	 * token, ttl) -> boolean and fence.<release_function>(name, token) ->
+	 * boolean.  A lease's and a semaphore permit's; fence::Once (once.cpp)
+	 * renews a key it owns with once_renew and gives it up with
+	 * once_release through the same renewer.
+	 */
+	const char *renew_function = "lease_renew";
+	const char *release_function = "lease_release";
+
 	std::shared_ptr<LossState> state = std::make_shared<LossState>();
 	std::atomic<bool>          loss_reported{false};
 
@@ -113,6 +123,9 @@ struct LeaseImpl
 
 	/* Connects `conn`, bounded by `deadline` and connect_timeout; sets backend_pid (lease.cpp). */
 	PqOutcome Connect(Clock::time_point deadline, int stop_fd);
+
+	/* Asks the renewer to stop and joins it; idempotent, never throws (lease.cpp). */
+	void StopRenewer() noexcept;
 
 	/* The renewer thread's body; nothing escapes it (lease_renewer.cpp). */
 	void RenewerLoop() noexcept;
