@@ -27,6 +27,7 @@
 #include "leases/lease_table.hpp"
 #include "leases/lease_notify.hpp"
 #include "locks/locks.hpp"
+#include "once/once.hpp"
 #include "shmem.hpp"
 #include "tokens/token_setting.hpp"
 
@@ -48,6 +49,7 @@ _PG_init(void)
 	fence::InitIssuedTokenCheck();
 	fence::InitLeaseSettings();
 	fence::InitLeaseNotify();
+	fence::InitOnceSettings();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }
