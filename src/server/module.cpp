@@ -26,6 +26,7 @@
 #include "tokens/issued_token.hpp"
 #include "leases/lease_table.hpp"
 #include "leases/lease_notify.hpp"
+#include "queue/queue_table.hpp"
 #include "locks/locks.hpp"
 #include "once/once.hpp"
 #include "shmem.hpp"
@@ -50,6 +51,7 @@ _PG_init(void)
 	fence::InitLeaseSettings();
 	fence::InitLeaseNotify();
 	fence::InitOnceSettings();
+	fence::DefineQueueSettings();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }
