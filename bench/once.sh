@@ -53,6 +53,7 @@ SKIPPED=()
 
 q -c "CREATE EXTENSION IF NOT EXISTS pg_fence" >/dev/null
 q >/dev/null <<'SQL'
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS once_keys;
 DROP SEQUENCE IF EXISTS once_token_seq;
 CREATE SEQUENCE once_token_seq;

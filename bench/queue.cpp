@@ -38,14 +38,18 @@
  *       1, wait => '10 s'); the child is killed (SIGKILL, as a crashed
  *       worker) and the time until the waiting worker gets the job is noted.
  *       Output, one line per sample: delay_us (from kill() to the claim's
- *       return)
+ *       return)  scan_us (from kill() to the instant the waiting claim took
+ *       the job: its lease's start, claimed_until - ttl, server clock; the
+ *       same machine's wall clock as kill()'s)
  *
  *   --mode rescue-ttl --samples M --ttl-ms T
  *       A holder connection claims the only job with a TTL of T ms and stays
  *       connected, doing nothing; a worker waits in fence.claim(..., wait).
  *       Output, one line per sample: late_us (the wall clock at which the
  *       waiting worker's claim returned, minus the claimed_until of the
- *       holder's claim as fence.jobs shows it)
+ *       holder's claim as fence.jobs shows it)  scan_late_us (the instant
+ *       the waiting claim took the job, its lease's start, minus the same
+ *       claimed_until: without the claim's commit and the way back)
  *
  *   --mode backlog --queues A,B --claims M
  *       One client claims (fence.claim(Q, '30 s')) and completes a job in one
@@ -104,6 +108,14 @@ struct Options
 	int         claims = 1000;
 	unsigned    seed = 1;
 };
+
+long long
+WallMicros()
+{
+	return std::chrono::duration_cast<std::chrono::microseconds>(
+			   std::chrono::system_clock::now().time_since_epoch())
+		.count();
+}
 
 long long
 Micros(Clock::duration d)
@@ -440,7 +452,8 @@ struct Waiter
 	std::chrono::system_clock::time_point got_wall;
 	std::string                           error;
 	int                                   rows = 0;
-	std::atomic<bool>                     sent{false};
+	long long scan_us = 0; /* when the claim took the job: epoch microseconds, server clock */
+	std::atomic<bool> sent{false};
 
 	void
 	Start(Conn &c, const std::string &queue, const char *ttl)
@@ -472,10 +485,15 @@ struct Waiter
 				rows = PQntuples(first);
 				if (rows == 1)
 				{
-					std::string sql2 = std::string("SELECT fence.complete(") +
-									   PQgetvalue(first, 0, 0) + ", " + PQgetvalue(first, 0, 1) +
-									   ")";
+					std::string id = PQgetvalue(first, 0, 0);
+					std::string sql2 =
+						"SELECT fence.complete(" + id + ", " + PQgetvalue(first, 0, 1) + ")";
 					PQclear(first);
+					/* the instant the claim took the job (server clock): its lease's start */
+					std::string q = "SELECT (extract(epoch FROM claimed_until - interval '" +
+									std::string(ttl) +
+									"') * 1000000)::bigint FROM fence.jobs WHERE id = " + id;
+					scan_us = std::atoll(c.Value(q.c_str()).c_str());
 					c.Exec(sql2.c_str());
 				}
 				else
@@ -511,11 +529,13 @@ RescueKill(const Options &o)
 		if (child == 0)
 		{
 			close(pipefd[0]);
-			int rc = 0;
+			/* the connection stays open until the process is killed */
+			Conn *cc = nullptr;
+			int   rc = 0;
 			try
 			{
-				Conn        cc;
-				std::string got = cc.Value(
+				cc = new Conn();
+				std::string got = cc->Value(
 					("SELECT job_id FROM fence.claim('" + o.queue + "', '60 s', 1)").c_str());
 				if (got.empty())
 					rc = 2;
@@ -528,8 +548,8 @@ RescueKill(const Options &o)
 			char b = static_cast<char>(rc);
 			if (write(pipefd[1], &b, 1) != 1)
 				_exit(4);
-			pause();
-			_exit(0);
+			for (;;)
+				pause();
 		}
 		close(pipefd[1]);
 		char b = 9;
@@ -547,6 +567,7 @@ RescueKill(const Options &o)
 		/* the waiter is in the server (its claim found the job running) */
 		std::this_thread::sleep_for(std::chrono::milliseconds(100));
 		Clock::time_point killed = Clock::now();
+		long long         killed_wall = WallMicros();
 		kill(child, SIGKILL);
 		w.thread.join();
 		waitpid(child, nullptr, 0);
@@ -554,7 +575,7 @@ RescueKill(const Options &o)
 			throw std::runtime_error(w.error);
 		if (w.rows != 1)
 			throw std::runtime_error("the waiter got no job within 10 s of the kill");
-		std::printf("%lld\n", Micros(w.got - killed));
+		std::printf("%lld\t%lld\n", Micros(w.got - killed), w.scan_us - killed_wall);
 		std::fflush(stdout);
 	}
 	return 0;
@@ -588,7 +609,8 @@ RescueTtl(const Options &o)
 		long long got_us =
 			std::chrono::duration_cast<std::chrono::microseconds>(w.got_wall.time_since_epoch())
 				.count();
-		std::printf("%lld\n", got_us - std::atoll(until.c_str()));
+		long long expiry = std::atoll(until.c_str());
+		std::printf("%lld\t%lld\n", got_us - expiry, w.scan_us - expiry);
 		std::fflush(stdout);
 	}
 	return 0;
