@@ -31,6 +31,9 @@
  *       fence.enqueue(Q, {"seq": i}) every gap-min + uniform [0, gap-spread)
  *       ms.  A worker that gets a job notes the time and completes it.
  *       Output, one line per job: seq  after_ack_us  after_send_us
+ *       With --worker-commit async the workers run with synchronous_commit
+ *       = off (a diagnosis: what the claim's own commit flush costs; the
+ *       enqueuer's commits stay durable)
  *
  *   --mode rescue-kill --samples M
  *       A child process connects, claims the only job of Q with a 60 s TTL
@@ -107,6 +110,7 @@ struct Options
 	int         ttl_ms = 300;
 	int         claims = 1000;
 	unsigned    seed = 1;
+	bool        worker_async_commit = false; /* latency: the workers' commits asynchronous */
 };
 
 long long
@@ -363,6 +367,9 @@ Latency(const Options &o)
 		try
 		{
 			Conn c;
+			/* diagnosis: what the claim's own commit flush costs (not what pg_fence does) */
+			if (o.worker_async_commit)
+				c.Exec("SET synchronous_commit = off");
 			c.Prepare(
 				"claim",
 				"SELECT job_id, token, payload FROM fence.claim($1, '30 s', 1, wait => '10 s')");
@@ -688,6 +695,8 @@ main(int argc, char **argv)
 			o.ttl_ms = std::atoi(v.c_str());
 		else if (a == "--claims")
 			o.claims = std::atoi(v.c_str());
+		else if (a == "--worker-commit")
+			o.worker_async_commit = v == "async";
 		else if (a == "--seed")
 			o.seed = static_cast<unsigned>(std::atoi(v.c_str()));
 		else
