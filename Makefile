@@ -126,8 +126,12 @@ test-versions:
 # Benchmarks (bench/README.md): extra packages (redis-server, hiredis, etcd,
 # libcurl), then every scenario on a throwaway cluster with fsync on, then the
 # grant and write paths with and without the preload (bench/configs.sh), then
-# lease hand-off latency against polling and etcd (bench/handoff.sh), and the
-# same for leader election (campaign waiting in the server against polling).
+# lease hand-off latency against polling and etcd (bench/handoff.sh), the
+# same for leader election (campaign waiting in the server against polling),
+# the job queue against a hand-written SKIP LOCKED queue, graphile-worker and
+# pg-boss (bench/queue.sh; the peers are installed with npm outside the
+# checkout), and idempotency keys against a hand-written key table
+# (bench/once.sh).
 bench:
 	@bash scripts/install-deps.sh --bench
 	$(MAKE) all
@@ -137,6 +141,8 @@ bench:
 	bash bench/configs.sh
 	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
 	BENCH_HANDOFF_KIND=leader FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/handoff.sh
+	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/queue.sh
+	FENCE_FSYNC=on bash scripts/temp-cluster.sh bash bench/once.sh
 
 # Debian packages and the PGXN release (deb, dist, test-packages).
 -include scripts/packages.mk

@@ -14,13 +14,14 @@
 
 BENCH_DRIVER = bench/redis_path
 BENCH_HANDOFF = bench/handoff
+BENCH_QUEUE = bench/queue
 BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra $(if $(WERROR),-Werror)
 
 # The `bench` target itself is in the top Makefile, with `test` and `demo`,
 # so that it works on a machine where nothing is installed yet.
 .PHONY: bench-tools
 
-bench-tools: $(BENCH_DRIVER) $(BENCH_HANDOFF)
+bench-tools: $(BENCH_DRIVER) $(BENCH_HANDOFF) $(BENCH_QUEUE)
 
 $(BENCH_DRIVER): bench/redis_path.cpp
 	g++ $(BENCH_CXXFLAGS) -o $@ $< -lpqxx -lpq -lhiredis -pthread
@@ -28,4 +29,7 @@ $(BENCH_DRIVER): bench/redis_path.cpp
 $(BENCH_HANDOFF): bench/handoff.cpp
 	g++ $(BENCH_CXXFLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $< -lpq -lcurl -pthread
 
-EXTRA_CLEAN += $(BENCH_DRIVER) $(BENCH_HANDOFF) bench/out
+$(BENCH_QUEUE): bench/queue.cpp
+	g++ $(BENCH_CXXFLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $< -lpq -pthread
+
+EXTRA_CLEAN += $(BENCH_DRIVER) $(BENCH_HANDOFF) $(BENCH_QUEUE) bench/out

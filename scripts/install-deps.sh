@@ -10,7 +10,10 @@
 #             etcd-server and etcd-client (etcd's lock, the hand-off
 #             latency comparison of bench/handoff.sh) and libcurl4-openssl-dev
 #             (bench/handoff.cpp speaks to etcd's JSON gateway with libcurl);
-#             valgrind (bench/instructions.sh counts instructions)
+#             valgrind (bench/instructions.sh counts instructions);
+#             nodejs and npm when there is no node (bench/queue.sh runs
+#             graphile-worker and pg-boss, installed with npm; Node.js 20 is
+#             what they are measured on, Debian 12's own nodejs is 18)
 #   --packages also what building and testing the Debian packages and the
 #             PGXN release needs (make deb, make dist, make test-packages;
 #             debian/README.source): build-essential, debhelper, dpkg-dev, fakeroot,
@@ -69,6 +72,11 @@ for arg in "$@"; do
 done
 if $bench; then
 	packages+=(redis-server libhiredis-dev etcd-server etcd-client libcurl4-openssl-dev valgrind)
+	# A node of its own (e.g. Node.js 20 from another repository, which
+	# brings npm) is kept; Debian's nodejs and npm only where there is none.
+	if ! command -v node >/dev/null 2>&1; then
+		packages+=(nodejs npm)
+	fi
 fi
 if $debs; then
 	packages+=(build-essential debhelper dpkg-dev fakeroot postgresql-server-dev-all postgresql-all lintian debootstrap
