@@ -3,7 +3,8 @@
 # and shows what its comments say: the lock's and the lease's tokens, the
 # renewal, fenced_update's true then false (the older token is stale), the
 # guarded UPDATE with the lease's token written, and the one with the older
-# token refused with FN001 (the only error).  Runs the ```sql block under
+# token refused with FN001 (the only error); a job enqueued, claimed and
+# completed with its effect; an idempotency key finished and replayed.  Runs the ```sql block under
 # "## A quick tour" in a new database of the suite's cluster.
 # Usage: bash test/shell/packaging/readme_tour.sh   (from the repository root)
 set -uo pipefail
@@ -25,8 +26,11 @@ echo "$out" | sed 's/^/  | /'
 
 results=$(grep -vE '^(CREATE|INSERT|BEGIN|SET|COMMIT|ROLLBACK|UPDATE [0-9]+|psql:|LOCATION:|DETAIL:|HINT:|CONTEXT:|$)' <<<"$out" | tr '\n' ' ')
 # unlock, lease_renew, fenced_update twice, then guard (void: an empty line, dropped)
-check "unlock, renew, fenced_update (new token), fenced_update (older token)" "t t t f " "$results"
+check "unlock, renew, fenced_update (new token), fenced_update (older token), complete, once_finish, once_begin replays" \
+	't t t f t t done|{"sent": 3} ' "$results"
 check "the guarded UPDATE with the lease's token writes" "1" "$(grep -c '^UPDATE 1$' <<<"$out")"
 check "one error, and it is FN001" "1 1" "$(grep -c 'ERROR' <<<"$out") $(grep -c 'ERROR:  FN001' <<<"$out")"
 check "the row keeps the current holder's write" "again" "$(q -d "$db" -c 'SELECT state FROM jobs WHERE id = 7')"
+check "the job's effect is written once and the job is completed" "1|completed" \
+	"$(q -d "$db" -c "SELECT (SELECT count(*) FROM sent), (SELECT state FROM fence.jobs WHERE queue = 'emails')")"
 exit $fail
