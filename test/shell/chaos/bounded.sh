@@ -31,7 +31,7 @@ fail=0
 for replication in sync async; do
 	echo "== $replication replication"
 	REPLICATION=$replication DURATION=${CHAOS_BOUNDED_SECONDS:-25} WORKERS=4 \
-		CHAOS_NEMESIS="failover kill restart kill" \
+		CHAOS_NEMESIS="failover kill crash restart kill" \
 		FENCE_SERVER_BIN=$SERVER_BIN CHAOS_OUT=$PWD/test/chaos/out-$replication \
 		bash test/chaos/chaos.sh
 	rc=$?
