@@ -129,18 +129,19 @@ worker_pids() { cat "$CHAOS_TMP"/pid.w* 2>/dev/null; }
 # claim now, if any (its holder name is wN), else any.  Three times in four
 # a lease or leadership holder or a job's claimant comes first (their
 # writes and completions go stale), else any holder (a permit that expires
-# is taken over).
+# is taken over); half the time a job's claimant before the others.
 pause_target() {
-	local w first=true
+	local w first=true jobs=false
 	[ $((RANDOM % 4)) -eq 0 ] && first=false
+	[ $((RANDOM % 2)) -eq 0 ] && jobs=true
 	# the pauser runs in a subshell: it finds the primary by itself
 	w=$(rwq -c "SELECT substr(holder, 2) FROM (
-			SELECT holder, permits IS NOT NULL AS permit FROM fence.leases
+			SELECT holder, permits IS NOT NULL AS permit, false AS job FROM fence.leases
 			 WHERE expires_at > clock_timestamp()
 			UNION ALL
-			SELECT holder, false FROM fence.jobs
+			SELECT holder, false, true FROM fence.jobs
 			 WHERE state = 'running' AND claimed_until > clock_timestamp()) h
-		ORDER BY $first AND permit, random() LIMIT 1" 2>/dev/null || true)
+		ORDER BY $first AND permit, $jobs AND NOT job, random() LIMIT 1" 2>/dev/null || true)
 	if [[ $w =~ ^[0-9]+$ ]] && [ "$w" -lt "${#WORKER_PIDS[@]}" ]; then echo "$w"; else random_worker; fi
 }
 

@@ -169,7 +169,9 @@ SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, event, name, to
 -- of writing the job's effect; chaos.job_effects is the other way, a
 -- guarded insert fenced per job.  Every applied effect leaves a row in
 -- chaos.job_effect_audit in the same transaction (with the completion).
-CREATE TABLE chaos.job_rows (job_id bigint PRIMARY KEY, op text NOT NULL,
+CREATE TABLE chaos.job_rows (job_id bigint PRIMARY KEY,
+                             enqueue_op text NOT NULL, -- the enqueue's op
+                             op text,                  -- the effect's (fenced_update)
                              fence bigint NOT NULL DEFAULT 0);
 CREATE TABLE chaos.job_effects (id bigserial PRIMARY KEY, job_id bigint NOT NULL, op text NOT NULL,
                                 fence bigint NOT NULL DEFAULT 0);
@@ -207,7 +209,7 @@ SELECT fence.guard('chaos.once_effects', 'fence', ARRAY['key']);
 CREATE VIEW chaos.jobs_dump AS
 SELECT coalesce(j.id, r.job_id) AS id, coalesce(j.state, 'missing') AS state,
        coalesce(j.attempt, -1) AS attempt, coalesce(j.token, -1) AS token,
-       coalesce(r.op, j.payload ->> 'op', '-') AS op, coalesce(j.max_attempts, -1) AS max_attempts
+       coalesce(r.enqueue_op, j.payload ->> 'op', '-') AS op, coalesce(j.max_attempts, -1) AS max_attempts
   FROM (SELECT * FROM fence.jobs WHERE queue = 'chaos') j
   FULL JOIN chaos.job_rows r ON r.job_id = j.id
  ORDER BY 1;

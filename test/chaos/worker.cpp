@@ -7,8 +7,9 @@
  *	  attempt with its outcome (history.hpp).
  *
  *	  chaos_worker --id N --conninfo STR --seconds S --out FILE
- *	               [--resources R] [--ttl-ms MS] [--seed X]
+ *	               [--resources R] [--ttl-ms MS] [--seed X] [--incarnation I]
  *	  chaos_worker --burst N --conninfo STR --out FILE   (burst.hpp)
+ *	  chaos_worker --drain S --id N --conninfo STR --out FILE [--ttl-ms MS]
  *
  * A round: pick a kind and a name (chaos/lK lease, chaos/e0 leadership,
  * chaos/m0 semaphore with 2 permits, chaos/sK session or xact lock, chaos/s0
@@ -29,7 +30,20 @@
  *              ordered too: an older sharer's write after a newer one's is
  *              stale);
  *   xact       BEGIN; chaos.hold(fence.xact_lock); one write; chaos.beat;
- *              COMMIT.
+ *              COMMIT;
+ *   job        enqueue one or two jobs of the queue "chaos" (each with its
+ *              row in chaos.job_rows, in one transaction), claim one
+ *              (fence.claim with the TTL, waiting up to the TTL in the
+ *              server), hold it a while (a heartbeat, now and then a nap
+ *              past the TTL), then its effect and fence.complete in one
+ *              transaction, or fence.fail (jobs.hpp);
+ *   once       fence.once_begin of one of the three keys of the current two
+ *              seconds; as the owner: a step, the key's effect with the
+ *              step 'effect' in one transaction, once_finish (or
+ *              once_release).
+ * --incarnation I: the worker started again after a kill -9 (its op ids
+ * get the prefix wN.I).  --drain S: after the chaos, claim and complete
+ * the queue's jobs until none is queued or running (S seconds at most).
  * chaos.hold and chaos.beat (schema.sql) record the holding of a
  * connection-bound lock server-side, written by the backend that holds it.
  * Locks and leases are taken on one connection and written with on
@@ -195,6 +209,13 @@ private:
 		int64_t until = NowMicros() + ms * int64_t(1000);
 		while (Running() && NowMicros() < until)
 			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+
+	/* Sleeps ms even past a stop (a zombie's nap: what it does next matters). */
+	static void
+	SleepThrough(int ms)
+	{
+		std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 	}
 
 	Event
@@ -574,8 +595,8 @@ private:
 		{
 			id = r.value;
 			e.name = JobName(id);
-			r = data_.Exec("INSERT INTO chaos.job_rows (job_id, op) VALUES (" + id + ", '" + e.op +
-						   "')");
+			r = data_.Exec("INSERT INTO chaos.job_rows (job_id, enqueue_op) VALUES (" + id + ", '" +
+						   e.op + "')");
 		}
 		if (r.ok && !id.empty())
 			e.outcome = Commit(data_);
@@ -646,9 +667,10 @@ private:
 
 	/*
 	 * A queue round: enqueue one or two jobs (now and then cancelling one
-	 * at once), claim one, hold it 1-4 steps of 30-180 ms (a heartbeat
-	 * after the second), then complete it with its effect (nine times in
-	 * ten: guard or fenced_update, at random) or fail it for a retry now.
+	 * at once), claim one, hold it 2-6 steps of 30-180 ms (a heartbeat
+	 * after the second), one time in six oversleep its claim, then complete
+	 * it with its effect (nine times in ten: guard or fenced_update, at
+	 * random) or fail it for a retry now.
 	 * A worker paused past its claim's TTL goes on as a zombie: its
 	 * heartbeat says false, and it still tries to complete, which must be
 	 * refused with its effect.
@@ -667,13 +689,18 @@ private:
 		if (token <= 0)
 			return;
 		std::string t = std::to_string(token);
-		for (int i = 0, n = 1 + Pick(4); i < n && Running(); i++)
+		for (int i = 0, n = 2 + Pick(5); i < n && Running(); i++)
 		{
 			Sleep(30 + Pick(150));
 			if (i == 1)
 				Call("renew", "job", JobName(job), token,
 					 "SELECT fence.heartbeat(" + job + ", " + t + ", " + Ttl() + ")");
 		}
+		/* A handler slower than its claim, without a heartbeat (one time
+		 * in six): another worker rescues the job meanwhile, and this one's
+		 * completion, when it comes, must be refused with its effect. */
+		if (Pick(6) == 0)
+			SleepThrough(o_.ttl_ms * 3 / 2 + Pick(o_.ttl_ms));
 		if (Pick(10) == 0)
 			Call("fail", "job", JobName(job), token,
 				 "SELECT fence.fail(" + job + ", " + t + ", 'chaos', now())");
