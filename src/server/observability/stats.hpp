@@ -119,4 +119,13 @@ void ReportJobsRescued(uint64 jobs);
  */
 void ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs);
 
+/*
+ * An idempotency key whose owner's lease had expired was taken over
+ * (src/server/once/once.cpp): counts it in lease_takeovers and writes the LOG line
+ *	 pg_fence: idempotency key taken over after expiry: "<key>" token <old> -> <new>, expired <n> ms ago
+ * (the key quoted up to 256 bytes, then "...").
+ */
+void ReportOnceTakeover(const char *key, int key_len, int64 old_token, int64 new_token,
+						int64 expired_usecs);
+
 } /* namespace fence */
