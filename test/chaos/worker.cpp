@@ -37,7 +37,7 @@
  *              server), hold it a while (a heartbeat, now and then a nap
  *              past the TTL), then its effect and fence.complete in one
  *              transaction, or fence.fail (jobs.hpp);
- *   once       fence.once_begin of one of the three keys of the current two
+ *   once       fence.once_begin of one of the three keys of the current five
  *              seconds; as the owner: a step, the key's effect with the
  *              step 'effect' in one transaction, once_finish (or
  *              once_release).
@@ -141,7 +141,7 @@ public:
 				continue;
 			}
 			std::string k = std::to_string(Pick(o_.resources));
-			int         kind = Pick(26);
+			int         kind = Pick(32);
 			if (kind < 6)
 				LeaseRound("lease", "l" + k);
 			else if (kind < 10) /* one name: candidates compete, a deposed leader writes */
@@ -154,7 +154,7 @@ public:
 				SessionRound("shared", "s0");
 			else if (kind < 20)
 				XactRound("s" + k);
-			else if (kind < 23)
+			else if (kind < 28)
 				JobRound();
 			else
 				OnceRound();
@@ -666,9 +666,9 @@ private:
 	}
 
 	/*
-	 * A queue round: enqueue one or two jobs (now and then cancelling one
-	 * at once), claim one, hold it 2-6 steps of 30-180 ms (a heartbeat
-	 * after the second), one time in six oversleep its claim, then complete
+	 * A queue round: enqueue a job two times in three (now and then
+	 * cancelling it at once), claim one, hold it 2-6 steps of 30-180 ms (a heartbeat
+	 * after the second), one time in four oversleep its claim, then complete
 	 * it with its effect (nine times in ten: guard or fenced_update, at
 	 * random) or fail it for a retry now.
 	 * A worker paused past its claim's TTL goes on as a zombie: its
@@ -678,7 +678,10 @@ private:
 	void
 	JobRound()
 	{
-		for (int i = 1 + Pick(2); i > 0 && Running(); i--)
+		/* Fewer enqueues than claims (two in three rounds): no backlog
+		 * builds up, so an expired claim (due at its expiry, after the jobs
+		 * queued before it) is claimed again soon. */
+		if (Pick(3) > 0 && Running())
 		{
 			std::string id = Enqueue();
 			if (!id.empty() && Pick(15) == 0)
@@ -697,10 +700,10 @@ private:
 					 "SELECT fence.heartbeat(" + job + ", " + t + ", " + Ttl() + ")");
 		}
 		/* A handler slower than its claim, without a heartbeat (one time
-		 * in six): another worker rescues the job meanwhile, and this one's
+		 * in four): another worker rescues the job meanwhile, and this one's
 		 * completion, when it comes, must be refused with its effect. */
-		if (Pick(6) == 0)
-			SleepThrough(o_.ttl_ms * 3 / 2 + Pick(o_.ttl_ms));
+		if (Pick(4) == 0)
+			SleepThrough(o_.ttl_ms * 2 + Pick(o_.ttl_ms));
 		if (Pick(10) == 0)
 			Call("fail", "job", JobName(job), token,
 				 "SELECT fence.fail(" + job + ", " + t + ", 'chaos', now())");
@@ -709,10 +712,11 @@ private:
 	}
 
 	/*
-	 * An idempotency-key round on one of three keys of the current two
+	 * An idempotency-key round on one of three keys of the current five
 	 * seconds (so that workers meet on a key, and a paused owner's key is
 	 * taken over): once_begin (one time in thirty with another
-	 * fingerprint); as the owner: the step 'started' if none, the effect
+	 * fingerprint); as the owner: the step 'started' if none, one time in
+	 * four a nap past the lease, the effect
 	 * with the step 'effect' in one transaction (unless a previous owner's
 	 * step says it is done), then once_finish, or one time in ten
 	 * once_release.  An owner whose effect was refused does not finish.
@@ -721,7 +725,7 @@ private:
 	OnceRound()
 	{
 		std::string key =
-			"k" + std::to_string(NowMicros() / 2000000 % 1000000) + "-" + std::to_string(Pick(3));
+			"k" + std::to_string(NowMicros() / 5000000 % 1000000) + "-" + std::to_string(Pick(3));
 		std::string name = "once/" + key;
 		Event       g = Base("grant", "once", name, -1);
 		g.invoke = NowMicros();
@@ -746,6 +750,10 @@ private:
 			Call("step", "once", name, g.token,
 				 "SELECT fence.once_step('" + key + "', " + t + ", 'started')", "started");
 		Sleep(30 + Pick(150));
+		/* An owner slower than its lease (one time in four): another takes
+		 * the key over meanwhile, and this one's effect must be refused. */
+		if (Pick(4) == 0)
+			SleepThrough(o_.ttl_ms * 2 + Pick(o_.ttl_ms));
 		bool effect = step == "effect";
 		if (!effect && Running())
 		{
