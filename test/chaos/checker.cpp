@@ -183,11 +183,43 @@ BuildTimeline(const Run &run, const std::string &title)
 	for (auto &o : open)
 		t.bars.push_back(
 			{std::get<0>(o.first), o.second.first, std::get<2>(o.first), o.second.second, end});
+	/* Job claims and key ownerships: from the grant to the completion, failure, finish or
+	 * release that ended it (its invoke), else to the last thing done with it. */
+	std::map<std::tuple<std::string, std::string, int64_t>, std::pair<std::string, int64_t>> held;
+	std::map<std::tuple<std::string, std::string, int64_t>, int64_t>                         last;
+	for (auto &e : run.events)
+	{
+		if (e.kind != "job" && e.kind != "once")
+			continue;
+		auto key = std::make_tuple(e.worker, e.name, e.token);
+		if (e.type == "grant")
+		{
+			held[key] = {e.kind, e.complete};
+			last[key] = e.complete + 50000;
+			continue;
+		}
+		if (!held.count(key))
+			continue;
+		last[key] = std::max(last[key], e.complete);
+		if (e.type == "complete" || e.type == "fail" || e.type == "finish" || e.type == "release")
+		{
+			t.bars.push_back({e.worker, held[key].first, e.token, held[key].second, e.invoke});
+			held.erase(key);
+		}
+	}
+	for (auto &h : held)
+		t.bars.push_back({std::get<0>(h.first), h.second.first, std::get<2>(h.first),
+						  h.second.second, last[h.first]});
 	for (auto &e : run.events)
 	{
 		if (e.type == "write" &&
 			(e.outcome == "applied" || e.outcome == "stale" || e.outcome == "unknown"))
 			t.marks.push_back({e.worker, e.outcome, e.complete});
+		else if ((e.type == "complete" || e.type == "effect") &&
+				 (e.outcome == "applied" || e.outcome == "stale" || e.outcome == "false" ||
+				  e.outcome == "unknown"))
+			t.marks.push_back(
+				{e.worker, e.outcome == "false" ? std::string("stale") : e.outcome, e.complete});
 		else if (e.type == "kill" || e.type == "crash")
 			t.marks.push_back({e.worker, "kill", e.invoke});
 		else if (e.type == "pause")
