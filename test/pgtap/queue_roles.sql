@@ -5,12 +5,14 @@
 -- visible and is refused as unknown (P0002), without telling whether it
 -- exists.  Run by pg_prove as a superuser; everything is rolled back.
 BEGIN;
-SELECT plan(31);
+SELECT plan(34);
 
 CREATE ROLE tap_qa;
 CREATE ROLE tap_qb;
 CREATE ROLE tap_qc;
 CREATE ROLE tap_qn NOINHERIT;
+CREATE ROLE tap_qm;
+GRANT pg_monitor TO tap_qm;
 GRANT fence_admin TO tap_qc;
 
 SET LOCAL ROLE tap_qa;
@@ -65,6 +67,15 @@ SELECT is((SELECT count(*) FROM fence.jobs WHERE id = :ja), 0::bigint,
 	'a NOINHERIT member does not see the role''s jobs');
 SELECT throws_ok(format('SELECT fence.cancel(%s)', :ja), 'P0002', format('job %s does not exist', :ja),
 	'nor cancels them');
+
+-- pg_monitor (pg_read_all_stats): every queue's counts, no job
+SET LOCAL ROLE tap_qm;
+SELECT ok((SELECT runnable + running FROM fence.queue_stats() WHERE queue = 'tap/roles') = 2,
+	'a member of pg_monitor counts every role''s jobs in queue_stats');
+SELECT is((SELECT count(*) FROM fence.jobs WHERE id IN (:ja, :jb)), 0::bigint,
+	'but sees none of them in fence.jobs');
+SELECT throws_ok(format('SELECT fence.cancel(%s)', :ja), 'P0002', format('job %s does not exist', :ja),
+	'nor acts on them');
 
 -- fence_admin: every job
 SET LOCAL ROLE tap_qc;

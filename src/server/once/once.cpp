@@ -171,7 +171,8 @@ PutResult(FunctionCallInfo fcinfo, Status status, const int64 *token, const Once
 	}
 	if (row != nullptr && status == Status::kDone && !row->response_null)
 	{
-		values[2] = row->response;
+		/* flattened: the row (and its TOAST) may be purged before the caller reads it */
+		values[2] = PointerGetDatum(PG_DETOAST_DATUM(row->response));
 		nulls[2] = false;
 	}
 	if (row != nullptr && status != Status::kMismatch && !row->step_null)
@@ -211,7 +212,13 @@ OnceBeginKey(FunctionCallInfo fcinfo)
 	CheckFingerprintArg(fcinfo, 2);
 	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* 22023 above fence.max_lease_ttl */
 	CheckOnceWritable("begin an idempotency key");
-	InitMaterializedSRF(fcinfo, 0);
+	/* the caller's expected row type when it has one: saves building it from pg_proc */
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	InitMaterializedSRF(fcinfo, rsinfo != nullptr && IsA(rsinfo, ReturnSetInfo) &&
+										rsinfo->expectedDesc != nullptr
+									? MAT_SRF_USE_EXPECTED_DESC
+									: 0);
 
 	OnceCall call;
 

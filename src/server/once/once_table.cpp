@@ -145,12 +145,18 @@ CheckOnceOwner(Oid caller, Oid owner, NameArg key, const char *what)
 
 	if (OidIsValid(admin) && has_privs_of_role(caller, admin))
 		return;
+	const char *owner_name = GetUserNameFromId(owner, true);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("permission denied for idempotency key \"%s\"", NameCString(key)),
-			 errdetail("The key belongs to role \"%s\"; %s may act on it only for a role that "
-					   "has the privileges of that role or of fence_admin.",
-					   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?", what),
+			 owner_name != nullptr
+				 ? errdetail("The key belongs to role \"%s\"; %s may act on it only for a role "
+							 "that has the privileges of that role or of fence_admin.",
+							 owner_name, what)
+				 : errdetail("The key belongs to a role that was dropped (OID %u); %s may act on "
+							 "it only for fence_admin or a superuser.",
+							 owner, what),
 			 errhint("Scope keys by tenant or user inside the key text, or grant the role "
 					 "membership in the key's owner role.")));
 }
