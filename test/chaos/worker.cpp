@@ -37,7 +37,7 @@
  *              server), hold it a while (a heartbeat, now and then a nap
  *              past the TTL), then its effect and fence.complete in one
  *              transaction, or fence.fail (jobs.hpp);
- *   once       fence.once_begin of one of the three keys of the current five
+ *   once       fence.once_begin of one of the two keys of the current five
  *              seconds; as the owner: a step, the key's effect with the
  *              step 'effect' in one transaction, once_finish (or
  *              once_release).
@@ -141,7 +141,7 @@ public:
 				continue;
 			}
 			std::string k = std::to_string(Pick(o_.resources));
-			int         kind = Pick(32);
+			int         kind = Pick(34);
 			if (kind < 6)
 				LeaseRound("lease", "l" + k);
 			else if (kind < 10) /* one name: candidates compete, a deposed leader writes */
@@ -712,11 +712,11 @@ private:
 	}
 
 	/*
-	 * An idempotency-key round on one of three keys of the current five
+	 * An idempotency-key round on one of two keys of the current five
 	 * seconds (so that workers meet on a key, and a paused owner's key is
 	 * taken over): once_begin (one time in thirty with another
 	 * fingerprint); as the owner: the step 'started' if none, one time in
-	 * four a nap past the lease, the effect
+	 * three a nap past the lease, the effect
 	 * with the step 'effect' in one transaction (unless a previous owner's
 	 * step says it is done), then once_finish, or one time in ten
 	 * once_release.  An owner whose effect was refused does not finish.
@@ -725,7 +725,7 @@ private:
 	OnceRound()
 	{
 		std::string key =
-			"k" + std::to_string(NowMicros() / 5000000 % 1000000) + "-" + std::to_string(Pick(3));
+			"k" + std::to_string(NowMicros() / 5000000 % 1000000) + "-" + std::to_string(Pick(2));
 		std::string name = "once/" + key;
 		Event       g = Base("grant", "once", name, -1);
 		g.invoke = NowMicros();
@@ -750,9 +750,9 @@ private:
 			Call("step", "once", name, g.token,
 				 "SELECT fence.once_step('" + key + "', " + t + ", 'started')", "started");
 		Sleep(30 + Pick(150));
-		/* An owner slower than its lease (one time in four): another takes
+		/* An owner slower than its lease (one time in three): another takes
 		 * the key over meanwhile, and this one's effect must be refused. */
-		if (Pick(4) == 0)
+		if (Pick(3) == 0)
 			SleepThrough(o_.ttl_ms * 2 + Pick(o_.ttl_ms));
 		bool effect = step == "effect";
 		if (!effect && Running())
