@@ -2,8 +2,8 @@
 # after PGXS).
 #
 #   make chaos-tools   build test/chaos/chaos_worker (a client that takes
-#                      locks and writes with their tokens, recording its
-#                      history) and test/chaos/chaos_check (the checker and
+#                      locks, claims jobs and owns idempotency keys and
+#                      writes with their tokens, recording its history) and test/chaos/chaos_check (the checker and
 #                      the SVG timeline), against libpq
 #   make chaos         (top Makefile) packages, build, install, then
 #                      test/chaos/chaos.sh on its own throwaway two-node

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# chaos.sh - the chaos test: workers taking pg_fence locks and writing with
-# their tokens against a two-node streaming cluster, while a nemesis pauses
-# workers past their TTL, terminates backends, restarts the primary and
-# fails over; then the checker proves the history (test/chaos/checks.cpp)
-# and draws it (timeline.svg).
+# chaos.sh - the chaos test: workers taking pg_fence locks, claiming jobs
+# and owning idempotency keys, writing with their tokens against a
+# two-node streaming cluster, while a nemesis pauses workers past their
+# TTL, terminates backends, kills workers (kill -9, started again),
+# restarts the primary and fails over; then a drain finishes the queue's
+# jobs, and the checker proves the history (test/chaos/checks.cpp,
+# queue.cpp) and draws it (timeline.svg).
 #
 # Usage: test/chaos/chaos.sh        (from the repository; `make chaos` runs it)
 #
