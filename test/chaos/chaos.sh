@@ -146,7 +146,7 @@ start_worker() {
 	[ "$inc" -gt 0 ] && out=$CHAOS_OUT/w$i-$inc.tsv
 	test/chaos/chaos_worker --id "$i" --seconds "$HARD_SECONDS" --out "$out" --incarnation "$inc" \
 		--resources 3 --ttl-ms "$TTL_MS" --conninfo "$CONNINFO application_name=chaos-w$i" &
-	WORKER_PIDS[$i]=$!
+	WORKER_PIDS[i]=$!
 	echo "$!" >"$CHAOS_TMP/pid.w$i"
 }
 for i in $(seq 0 $((WORKERS - 1))); do
