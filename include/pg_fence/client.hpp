@@ -37,6 +37,7 @@
 #include "pg_fence/loss.hpp"
 #include "pg_fence/session_lock.hpp"
 #include "pg_fence/session_monitor.hpp"
+#include "pg_fence/worker.hpp"
 
 namespace fence {
 

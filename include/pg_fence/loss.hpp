@@ -56,6 +56,7 @@ public:
 private:
 	friend class Lease;
 	friend class SessionLock;
+	friend class Job;
 	explicit LossToken(std::shared_ptr<const detail::LossState> state) : state_(std::move(state)) {}
 	std::shared_ptr<const detail::LossState> state_;
 };

@@ -67,19 +67,23 @@ ResetHandlersInChild()
 	sigaction(SIGCHLD, &g_original[kNumForwarded], nullptr);
 }
 
-/* The environment of the command: ours, with FENCE_TOKEN and FENCE_NAME set. */
+/* The environment of the command: ours, with `set` set (replacing any inherited value). */
 std::vector<std::string>
-CommandEnvironment(std::int64_t token, const std::string &name)
+CommandEnvironment(const std::vector<std::pair<std::string, std::string>> &set)
 {
 	std::vector<std::string> env;
 	for (char **e = environ; *e; e++)
 	{
-		if (std::strncmp(*e, "FENCE_TOKEN=", 12) == 0 || std::strncmp(*e, "FENCE_NAME=", 11) == 0)
-			continue;
-		env.emplace_back(*e);
+		bool replaced = false;
+		for (const auto &kv : set)
+			if (std::strncmp(*e, kv.first.c_str(), kv.first.size()) == 0 &&
+				(*e)[kv.first.size()] == '=')
+				replaced = true;
+		if (!replaced)
+			env.emplace_back(*e);
 	}
-	env.push_back("FENCE_TOKEN=" + std::to_string(token));
-	env.push_back("FENCE_NAME=" + name);
+	for (const auto &kv : set)
+		env.push_back(kv.first + "=" + kv.second);
 	return env;
 }
 
@@ -175,21 +179,33 @@ TakeTerminal(pid_t pgrp)
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-/* Only async-signal-safe calls in the child. */
 pid_t
 StartCommand(const RunOptions &o, std::int64_t token)
 {
-	std::vector<std::string> env = CommandEnvironment(token, o.name);
+	CommandSpec spec;
+	spec.command = o.command;
+	spec.env = {{"FENCE_TOKEN", std::to_string(token)}, {"FENCE_NAME", o.name}};
+	spec.terminal = true;
+	return StartProcess(spec);
+}
+
+/* Only async-signal-safe calls in the child. */
+pid_t
+StartProcess(const CommandSpec &spec)
+{
+	std::vector<std::string> env = CommandEnvironment(spec.env);
 	std::vector<char *>      envp, argv;
 	for (auto &s : env)
 		envp.push_back(s.data());
 	envp.push_back(nullptr);
-	std::vector<std::string> cmd = o.command;
+	std::vector<std::string> cmd = spec.command;
 	for (auto &s : cmd)
 		argv.push_back(s.data());
 	argv.push_back(nullptr);
 
-	g_tty_handoff = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	bool handoff = spec.terminal && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	if (spec.terminal)
+		g_tty_handoff = handoff;
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
@@ -202,7 +218,11 @@ StartCommand(const RunOptions &o, std::int64_t token)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(kExitLost);
-		if (g_tty_handoff)
+		if (spec.stdin_fd >= 0)
+			dup2(spec.stdin_fd, STDIN_FILENO); /* dup2 clears close-on-exec on the copy */
+		if (spec.stderr_fd >= 0)
+			dup2(spec.stderr_fd, STDERR_FILENO);
+		if (handoff)
 			TakeTerminal(getpid());
 		execvpe(argv[0], argv.data(), envp.data());
 		int         err = errno;
@@ -218,7 +238,7 @@ StartCommand(const RunOptions &o, std::int64_t token)
 		_exit(err == ENOENT ? kExitNotFound : kExitNotExec);
 	}
 	setpgid(pid, pid); /* also here: no race with the first kill(-pid) */
-	if (g_tty_handoff)
+	if (handoff)
 		TakeTerminal(pid);
 	return pid;
 }

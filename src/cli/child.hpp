@@ -19,6 +19,8 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <pqxx/connection>
 
@@ -63,6 +65,25 @@ void InstallHandlers();
  * fails; exec failures end the child with 127 or 126 and a message.
  */
 pid_t StartCommand(const RunOptions &o, std::int64_t token);
+
+/* What StartProcess starts. */
+struct CommandSpec
+{
+	std::vector<std::string>                         command;
+	std::vector<std::pair<std::string, std::string>> env; /* set in the command's environment */
+	int                                              stdin_fd = -1;  /* -1: pg_fence's own stdin */
+	int                                              stderr_fd = -1; /* -1: pg_fence's own stderr */
+	bool terminal = false; /* hand it the terminal when pg_fence has it (run) */
+};
+
+/*
+ * fork + exec `spec.command` in its own process group, as StartCommand
+ * (which is StartProcess with FENCE_TOKEN, FENCE_NAME and the terminal);
+ * `pg_fence work` starts one per job with the payload as stdin and a pipe
+ * as stderr.  Returns its pid (= its process group).  Throws
+ * std::system_error if fork fails.
+ */
+pid_t StartProcess(const CommandSpec &spec);
 
 /* True if StartCommand handed the terminal to the command. */
 bool TerminalHandedOver();

@@ -12,6 +12,10 @@
  *	  pg_fence leader [--dbname CONNINFO] [--watch [--count N]] NAME
  *	  pg_fence status [--dbname CONNINFO] [--watch [--interval DURATION]
  *	                  [--count N]] [NAME]
+ *	  pg_fence work QUEUE [--ttl TTL] [--concurrency N] [--wait DURATION]
+ *	                [--max-jobs N] [--holder TEXT] [--dbname CONNINFO] -- COMMAND [ARGS...]
+ *	  pg_fence enqueue QUEUE [PAYLOAD|-] [--run-at TS | --delay DURATION]
+ *	                [--priority N] [--max-attempts N] [--unique-key KEY] [--dbname CONNINFO]
  *
  * How "run" keeps the rule "nothing runs unlocked":
  *  - the lock is taken before the command starts, and released only after
@@ -48,6 +52,9 @@
  *	  status.cpp     `pg_fence status` and its table
  *	  leader.cpp     `pg_fence leader [--watch]` (`elect` is RunLease with a
  *	                 campaign: options.cpp ParseElect, supervise.cpp)
+ *	  work.cpp       `pg_fence work`: claim jobs (fence::Worker), run the
+ *	                 command per job, complete/fail, stop it on a lost claim
+ *	  enqueue.cpp    `pg_fence enqueue`
  * Lease renewal and session checks are in the client library
  * (include/pg_fence/lease.hpp, session_monitor.hpp).
  *
@@ -73,13 +80,15 @@
 #include "pg_fence/client.hpp"
 #include "status.hpp"
 #include "supervise.hpp"
+#include "work.hpp"
 
 namespace fence::cli {
 
 namespace {
 
 const char kUsage[] =
-	"pg_fence runs a command while holding a pg_fence lock.\n"
+	"pg_fence runs a command while holding a pg_fence lock, or once per job of a\n"
+	"fenced job queue.\n"
 	"\n"
 	"Usage:\n"
 	"  pg_fence run [OPTION]... NAME -- COMMAND [ARG]...\n"
@@ -88,6 +97,8 @@ const char kUsage[] =
 	"  pg_fence leader --watch [--count N] [--dbname CONNINFO] NAME\n"
 	"  pg_fence status [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence status --watch [--interval DURATION] [--count N] [--dbname CONNINFO] [NAME]\n"
+	"  pg_fence work QUEUE [OPTION]... -- COMMAND [ARG]...\n"
+	"  pg_fence enqueue QUEUE [PAYLOAD|-] [OPTION]...\n"
 	"  pg_fence --help | --version\n"
 	"\n"
 	"Options for run:\n"
@@ -116,6 +127,25 @@ const char kUsage[] =
 	"                       waiters and how long they have waited, the counters\n"
 	"  -n, --interval DURATION  time between frames (default 2s)\n"
 	"  -c, --count N        stop after N frames (default: until interrupted)\n"
+	"Options for work (run COMMAND once per claimed job of QUEUE, the payload on\n"
+	"its stdin, FENCE_TOKEN, FENCE_JOB_ID, FENCE_ATTEMPT and FENCE_QUEUE in its\n"
+	"environment; exit 0 completes the job, any other status fails it with the\n"
+	"status and the tail of its stderr; a lost claim stops it like a lost lock):\n"
+	"  --ttl TTL            each claim's TTL, heartbeat every TTL/3 (default 30s)\n"
+	"  -j, --concurrency N  run up to N commands at once (default 1)\n"
+	"  -w, --wait DURATION  exit 0 once idle (no job in hand, none claimable) for\n"
+	"                       DURATION (default: run until SIGTERM or SIGINT, which\n"
+	"                       let the jobs in hand finish; a second one stops them)\n"
+	"  --max-jobs N         claim N jobs in all, finish them, exit 0\n"
+	"  --holder TEXT        holder shown in fence.jobs (default: HOST:PID)\n"
+	"Options for enqueue (print the new job's id; PAYLOAD is a JSON text, read\n"
+	"from stdin when missing or -):\n"
+	"  --run-at TIMESTAMP   not before TIMESTAMP (timestamptz input)\n"
+	"  --delay DURATION     not before DURATION from now\n"
+	"  --priority N         higher runs first (default 0)\n"
+	"  --max-attempts N     failed for good after N attempts (default 25)\n"
+	"  --unique-key KEY     while a job with KEY is unfinished in QUEUE, print its\n"
+	"                       id instead of adding another\n"
 	"Durations: a positive number with a unit, ms, s, m or h (500ms, 30s, 2m, 1h;\n"
 	"no unit: seconds).\n"
 	"\n"
@@ -131,7 +161,9 @@ const char kUsage[] =
 	"73 --wait timed out (elect: not elected in time); 74 lock (leadership) lost\n"
 	"while the command ran; 1 no leader (pg_fence leader); 69 cannot connect\n"
 	"or pg_fence not installed; 64 usage error; 70 internal error; 126/127 the\n"
-	"command cannot be executed / was not found.\n";
+	"command cannot be executed / was not found.  work: 0 after SIGTERM/SIGINT,\n"
+	"--max-jobs or --wait (a job's own failure is recorded, not an exit status).\n"
+	"enqueue: 0 (the id printed); 64 also for a payload that is not JSON.\n";
 
 } // namespace
 
@@ -196,6 +228,10 @@ main(int argc, char **argv)
 			return Leader(ParseLeader(rest));
 		if (cmd == "status")
 			return Status(rest);
+		if (cmd == "work")
+			return Work(ParseWork(rest));
+		if (cmd == "enqueue")
+			return Enqueue(ParseEnqueue(rest));
 		throw UsageError{"unknown command \"" + cmd + "\" (try pg_fence --help)"};
 	}
 	catch (const HelpRequested &)

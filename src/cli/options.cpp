@@ -334,4 +334,136 @@ ParseLeader(const std::vector<std::string> &args)
 	return o;
 }
 
+namespace {
+
+/* A whole number from `lo` to `hi` for option `opt`. */
+long
+ParseWhole(const std::string &v, const char *opt, long lo, long hi)
+{
+	char *end = nullptr;
+	errno = 0;
+	long n = std::strtol(v.c_str(), &end, 10);
+	if (v.empty() || *end != '\0' || errno != 0 || n < lo || n > hi)
+		throw UsageError{std::string("invalid ") + opt + " \"" + v +
+						 "\": must be a whole number from " + std::to_string(lo) + " to " +
+						 std::to_string(hi)};
+	return n;
+}
+
+} // namespace
+
+WorkOptions
+ParseWork(const std::vector<std::string> &args)
+{
+	WorkOptions o;
+	bool        have_queue = false;
+	std::size_t i = 0;
+	for (; i < args.size(); i++)
+	{
+		const std::string &a = args[i];
+		std::string        v;
+		if (a == "--")
+		{
+			i++;
+			break;
+		}
+		if (a.empty() || a[0] != '-')
+		{
+			if (have_queue)
+				break; /* the command, without "--" */
+			o.queue = a;
+			have_queue = true;
+			continue;
+		}
+		if (IsHelp(a))
+			throw HelpRequested{};
+		if (TakeOption(args, i, "--ttl", nullptr, &v))
+			o.ttl = ParseDuration(v, "TTL");
+		else if (TakeOption(args, i, "--concurrency", "-j", &v))
+			o.concurrency = static_cast<int>(ParseWhole(v, "--concurrency", 1, 1000));
+		else if (TakeOption(args, i, "--wait", "-w", &v))
+			o.wait = ParseDuration(v, "wait duration");
+		else if (TakeOption(args, i, "--max-jobs", nullptr, &v))
+			o.max_jobs = ParseWhole(v, "--max-jobs", 1, 1000000000L);
+		else if (TakeOption(args, i, "--holder", nullptr, &v))
+		{
+			if (v.size() > 1024)
+				throw UsageError{"--holder is longer than 1024 bytes"};
+			o.holder = v;
+		}
+		else if (TakeOption(args, i, "--dbname", "-d", &v))
+			o.conninfo = ConninfoFromDbname(v);
+		else
+			throw UsageError{"unknown option \"" + a + "\""};
+	}
+	if (o.ttl < milliseconds(30))
+		throw UsageError{"invalid TTL: must be at least 30ms"};
+	if (!have_queue)
+		throw UsageError{"missing QUEUE"};
+	CheckNameArg(o.queue, "queue");
+	for (; i < args.size(); i++)
+		o.command.push_back(args[i]);
+	if (o.command.empty())
+		throw UsageError{
+			"missing COMMAND (usage: pg_fence work QUEUE [OPTION]... -- COMMAND [ARG]...)"};
+	if (o.holder.empty())
+		o.holder = DefaultHolder();
+	return o;
+}
+
+EnqueueOptions
+ParseEnqueue(const std::vector<std::string> &args)
+{
+	EnqueueOptions           o;
+	std::vector<std::string> positional;
+	bool                     only_positional = false;
+	for (std::size_t i = 0; i < args.size(); i++)
+	{
+		const std::string &a = args[i];
+		std::string        v;
+		if (only_positional || a == "-" || a.empty() || a[0] != '-')
+		{
+			positional.push_back(a);
+			continue;
+		}
+		if (a == "--")
+		{
+			only_positional = true;
+			continue;
+		}
+		if (IsHelp(a))
+			throw HelpRequested{};
+		if (TakeOption(args, i, "--run-at", nullptr, &v))
+			o.run_at = v;
+		else if (TakeOption(args, i, "--delay", nullptr, &v))
+			o.delay = ParseDuration(v, "delay");
+		else if (TakeOption(args, i, "--priority", nullptr, &v))
+			o.priority = ParseWhole(v, "--priority", -2147483647L - 1, 2147483647L);
+		else if (TakeOption(args, i, "--max-attempts", nullptr, &v))
+			o.max_attempts = ParseWhole(v, "--max-attempts", 1, 2147483647L);
+		else if (TakeOption(args, i, "--unique-key", nullptr, &v))
+		{
+			if (v.empty())
+				throw UsageError{"--unique-key must not be empty"};
+			o.unique_key = v;
+		}
+		else if (TakeOption(args, i, "--dbname", "-d", &v))
+			o.conninfo = ConninfoFromDbname(v);
+		else
+			throw UsageError{"unknown option \"" + a + "\""};
+	}
+	if (o.run_at && o.delay)
+		throw UsageError{"--run-at and --delay cannot be used together"};
+	if (positional.empty())
+		throw UsageError{"missing QUEUE"};
+	if (positional.size() > 2)
+		throw UsageError{"unexpected argument \"" + positional[2] +
+						 "\" (usage: pg_fence enqueue QUEUE [PAYLOAD|-] [OPTION]...)"};
+	o.queue = positional[0];
+	CheckNameArg(o.queue, "queue");
+	if (positional.size() == 2 && positional[1] != "-")
+		o.payload = positional[1];
+	return o;
+}
+
 } // namespace fence::cli

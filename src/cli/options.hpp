@@ -60,6 +60,38 @@ struct LeaderOptions
 /* Parses what follows "leader"; throws UsageError, or HelpRequested. */
 LeaderOptions ParseLeader(const std::vector<std::string> &args);
 
+/* `pg_fence work`'s command line, parsed. */
+struct WorkOptions
+{
+	std::string                 conninfo;
+	std::string                 queue;
+	std::string                 holder;
+	milliseconds                ttl = kDefaultTtl;
+	int                         concurrency = 1;
+	std::optional<milliseconds> wait; /* exit once idle this long; nullopt: run until stopped */
+	long                        max_jobs = 0; /* stop claiming after this many; 0: no limit */
+	std::vector<std::string>    command;
+};
+
+/* Parses what follows "work": QUEUE, options (before or after it), "--", COMMAND. */
+WorkOptions ParseWork(const std::vector<std::string> &args);
+
+/* `pg_fence enqueue`'s command line, parsed. */
+struct EnqueueOptions
+{
+	std::string                 conninfo;
+	std::string                 queue;
+	std::optional<std::string>  payload; /* nullopt: read standard input ("-" too) */
+	std::optional<std::string>  run_at;  /* a timestamptz literal, the server parses it */
+	std::optional<milliseconds> delay;
+	std::optional<long>         priority;
+	std::optional<long>         max_attempts;
+	std::optional<std::string>  unique_key;
+};
+
+/* Parses what follows "enqueue": QUEUE [PAYLOAD|-] and options. */
+EnqueueOptions ParseEnqueue(const std::vector<std::string> &args);
+
 /* "--help" or "-h". */
 bool IsHelp(const std::string &a);
 

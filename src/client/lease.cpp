@@ -79,7 +79,11 @@ LeaseImpl::Call(const char *function, Clock::duration time_left, bool with_ttl,
 				bool with_token) const
 {
 	std::string sql = "SET LOCAL statement_timeout = " + client_internal::TimeoutMillis(time_left) +
-					  "; SELECT fence." + function + "(" + conn.Literal(name);
+					  "; SELECT fence.";
+	if (job_id > 0) /* a job's claim: fence.heartbeat(job_id, token, ttl) */
+		sql += "heartbeat(" + std::to_string(job_id);
+	else
+		sql += function + ("(" + conn.Literal(name));
 	if (with_token)
 		sql += ", " + std::to_string(token);
 	if (with_ttl)

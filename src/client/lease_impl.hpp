@@ -54,9 +54,21 @@ struct LeaseImpl
 	std::chrono::milliseconds connect_timeout{0};
 	int                       permits = 0;      /* 0: a lease; else a semaphore permit */
 	bool                      campaign = false; /* fence.campaign / fence.resign */
-	Lease::LossCallback       on_lost;
-	RetryCallback             on_retry;
-	std::int64_t              token = 0;
+	/*
+	 * > 0: not a lease but the claim of this job (fence::Job, worker.hpp):
+	 * the renewer calls fence.heartbeat(job_id, token, ttl) instead of
+	 * fence.lease_renew, and its messages say "heartbeat".
+	 */
+	std::int64_t job_id = 0;
+	/*
+	 * Connect at the renewer's start rather than at the first renewal
+	 * (a Job whose Worker had no idle heartbeat connection to lend it), so
+	 * that the first heartbeat does not spend the claim's time connecting.
+	 */
+	bool                connect_first = false;
+	Lease::LossCallback on_lost;
+	RetryCallback       on_retry;
+	std::int64_t        token = 0;
 
 	PqConn                     conn; /* the renewer's, then release()'s */
 	std::atomic<int>           backend_pid{0};
@@ -75,6 +87,9 @@ struct LeaseImpl
 
 	/* Marks the lease lost and calls on_lost, once; never throws (lease_renewer.cpp). */
 	void ReportLoss(Lease::LossReason reason, const std::string &message) noexcept;
+
+	/* "lease renewal", or "heartbeat of job N", for messages (lease_renewer.cpp). */
+	std::string What() const;
 
 	/* Calls on_retry, if set; never throws (lease_renewer.cpp). */
 	void ReportRetry(const std::string &message) noexcept;

@@ -82,6 +82,13 @@ LeaseImpl::ReportRetry(const std::string &message) noexcept
 	}
 }
 
+/* "lease renewal", or "heartbeat" for a job's claim, in messages. */
+std::string
+LeaseImpl::What() const
+{
+	return job_id > 0 ? "heartbeat of job " + std::to_string(job_id) : "lease renewal";
+}
+
 /* Sleeps until `t` or a stop request; false on a stop request. */
 bool
 LeaseImpl::SleepUntil(Clock::time_point t) const noexcept
@@ -111,7 +118,8 @@ LeaseImpl::RenewerLoop() noexcept
 	}
 	catch (...)
 	{
-		ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: internal error");
+		ReportLoss(Lease::LossReason::kRenewError,
+				   "lease renewal or heartbeat failed: internal error");
 	}
 }
 
@@ -123,6 +131,13 @@ LeaseImpl::RenewerLoopBody()
 	Clock::duration                     backoff = kFirstBackoff;
 	std::string                         last_error;
 
+	if (connect_first && !conn.connected())
+	{
+		/* A failure here is retried at the first renewal, as any other. */
+		PqOutcome c = Connect(FromNs(state->deadline.load()), stop_rd);
+		if (c.kind == PqOutcome::kStopped)
+			return;
+	}
 	for (;;)
 	{
 		std::int64_t d = state->deadline.load();
@@ -132,7 +147,10 @@ LeaseImpl::RenewerLoopBody()
 			return; /* release or destruction: not a loss */
 		if (state->CheckLost())
 		{
-			std::string msg = "lease deadline passed without a successful renewal (local clock)";
+			std::string msg =
+				std::string(job_id > 0 ? "claim deadline passed without a successful heartbeat"
+									   : "lease deadline passed without a successful renewal") +
+				" (local clock)";
 			if (!last_error.empty())
 				msg += "; last error: " + last_error;
 			ReportLoss(Lease::LossReason::kDeadline, msg);
@@ -160,7 +178,7 @@ LeaseImpl::RenewerLoopBody()
 			}
 			catch (...)
 			{
-				ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: out of memory");
+				ReportLoss(Lease::LossReason::kRenewError, What() + " failed: out of memory");
 				return;
 			}
 			r = conn.Exec(sql, deadline, stop_rd);
@@ -184,9 +202,11 @@ LeaseImpl::RenewerLoopBody()
 					next = sent + interval;
 					continue;
 				}
-				ReportLoss(
-					Lease::LossReason::kRefused,
-					"lease renewal refused: the lease expired or was taken over by another holder");
+				ReportLoss(Lease::LossReason::kRefused,
+						   job_id > 0 ? "heartbeat refused: the claim expired and the job was "
+										"claimed again, or it was finished or cancelled"
+									  : "lease renewal refused: the lease expired or was taken "
+										"over by another holder");
 				return;
 			case PqOutcome::kServerError:
 			case PqOutcome::kConnectionLost:
@@ -194,7 +214,7 @@ LeaseImpl::RenewerLoopBody()
 		}
 		if (!client_internal::IsTransient(r))
 		{
-			ReportLoss(Lease::LossReason::kRenewError, "lease renewal failed: " + Describe(r));
+			ReportLoss(Lease::LossReason::kRenewError, What() + " failed: " + Describe(r));
 			return;
 		}
 		if (r.kind == PqOutcome::kServerError && r.sqlstate.rfind("08", 0) != 0)
@@ -204,7 +224,7 @@ LeaseImpl::RenewerLoopBody()
 				conn.Close();
 		}
 		last_error = Describe(r);
-		ReportRetry("lease renewal failed: " + last_error + "; retrying until " +
+		ReportRetry(What() + " failed: " + last_error + "; retrying until " +
 					LocalTimeOf(FromNs(state->last_deadline.load())) + " (local time)");
 		next = Clock::now() + backoff;
 		backoff = std::min<Clock::duration>(backoff * 2, interval);

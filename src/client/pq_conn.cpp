@@ -173,7 +173,8 @@ PqConn::Connect(const std::string &conninfo, Clock::time_point deadline, int sto
 }
 
 PqOutcome
-PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bool cancel_on_stop)
+PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bool cancel_on_stop,
+			 bool want_rows, bool keep_session_on_stop)
 {
 	if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK)
 		return Fail(PqOutcome::kConnectionLost, "not connected");
@@ -193,7 +194,7 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bo
 			break;
 		if (f < 0)
 			return lost("could not send the query");
-		Wait w = WaitFor(true, deadline, stop_fd);
+		Wait w = WaitFor(true, deadline, keep_session_on_stop ? -1 : stop_fd);
 		if (w != Wait::kReady)
 		{
 			Close();
@@ -209,6 +210,18 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bo
 		while (PQisBusy(conn_))
 		{
 			Wait w = WaitFor(false, deadline, stop_fd);
+			if (w == Wait::kStopped && keep_session_on_stop)
+			{
+				/* Cancel, then read the answer as usual: 57014, or the rows if it won the race. */
+				if (PGcancel *c = PQgetCancel(conn_))
+				{
+					char err[256];
+					PQcancel(c, err, sizeof err);
+					PQfreeCancel(c);
+				}
+				stop_fd = -1;
+				continue;
+			}
 			if (w == Wait::kDeadline || w == Wait::kStopped)
 			{
 				if (w == Wait::kStopped && cancel_on_stop)
@@ -240,6 +253,23 @@ PqConn::Exec(const std::string &sql, Clock::time_point deadline, int stop_fd, bo
 					if (PQntuples(res.get()) > 0 && PQnfields(res.get()) > 0 &&
 						!PQgetisnull(res.get(), 0, 0))
 						out.value = PQgetvalue(res.get(), 0, 0);
+					if (want_rows)
+					{
+						out.rows.clear();
+						for (int r = 0; r < PQntuples(res.get()); r++)
+						{
+							std::vector<std::optional<std::string>> row;
+							for (int c = 0; c < PQnfields(res.get()); c++)
+							{
+								if (PQgetisnull(res.get(), r, c))
+									row.emplace_back();
+								else
+									row.emplace_back(std::string(PQgetvalue(res.get(), r, c),
+																 PQgetlength(res.get(), r, c)));
+							}
+							out.rows.push_back(std::move(row));
+						}
+					}
 				}
 				break;
 			case PGRES_COMMAND_OK:

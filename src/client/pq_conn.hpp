@@ -50,6 +50,8 @@ struct PqOutcome
 	std::string message;  /* one line: libpq's or the server's message */
 	/* kOk: the first column of the last row returned (nullopt: NULL or no row). */
 	std::optional<std::string> value;
+	/* kOk, when Exec was asked for rows: every row of the last result, each column (nullopt: NULL). */
+	std::vector<std::vector<std::optional<std::string>>> rows;
 
 	bool
 	ok() const
@@ -95,10 +97,17 @@ public:
 	 * kConnectionLost it is closed too.  With `cancel_on_stop`, kStopped
 	 * first sends the server a cancel request (PQcancel: one short
 	 * connection, blocking), so that a call waiting in the server stops
-	 * waiting at once.
+	 * waiting at once.  With `keep_session_on_stop` (implies the cancel
+	 * request), the stop descriptor instead sends the cancel request and
+	 * then keeps reading the call's answer until `deadline`, on the same
+	 * session: the call ends with its own result (57014 if the cancel
+	 * stopped it, its rows if it had already finished), so nothing it was
+	 * granted goes unseen and the session (and what it holds) survives.
+	 * `want_rows`: fill PqOutcome::rows with the last result's rows.
 	 */
 	PqOutcome Exec(const std::string &sql, Clock::time_point deadline, int stop_fd,
-				   bool cancel_on_stop = false);
+				   bool cancel_on_stop = false, bool want_rows = false,
+				   bool keep_session_on_stop = false);
 
 	/*
 	 * Waits until a notification arrives (after LISTEN), `deadline` or the
@@ -112,6 +121,15 @@ public:
 
 	/* A quoted SQL literal for `s` (PQescapeLiteral); needs a connection. */
 	std::string Literal(const std::string &s) const;
+
+	/* Exchanges the connections of two PqConns (fence::Worker's pool of heartbeat connections). */
+	void
+	Swap(PqConn &other) noexcept
+	{
+		PGconn *c = conn_;
+		conn_ = other.conn_;
+		other.conn_ = c;
+	}
 
 	bool connected() const;
 	int  backend_pid() const;
