@@ -32,6 +32,11 @@
 #                   checker on a throwaway two-node cluster; DURATION=seconds
 #                   (default 60), WORKERS, REPLICATION=sync|async; PATRONI=1
 #                   runs it against a Patroni-managed pair (patroni.sh)
+# make chaos-peers  the zombie-worker test (a worker paused past its job's
+#                   expiry, then writing its effect) through graphile-worker,
+#                   pg-boss (npm, Node 20; cached outside the checkout), a
+#                   SKIP LOCKED queue without a fence and pg_fence's queue:
+#                   a table of duplicate effects (test/chaos/peers.sh)
 # make deps         only install the missing Debian packages
 # make deb, make dist, make test-packages
 #                   Debian packages, the PGXN zip, and their test on a clean
@@ -87,7 +92,7 @@ PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 # Targets that must work on a bare machine (no pg_config yet) come first:
 # they install what is missing and then run make again.
 .DEFAULT_GOAL := all
-.PHONY: deps demo test test-versions check-style bench chaos installcheck pgxs-installcheck \
+.PHONY: deps demo test test-versions check-style bench chaos chaos-peers installcheck pgxs-installcheck \
 	check-regress check-isolation check-pgtap check-cpp check-shell
 
 deps:
@@ -113,6 +118,12 @@ chaos:
 	@bash scripts/install-deps.sh $(if $(PATRONI),--patroni)
 	$(MAKE) all chaos-tools
 	$(INSTALL_LOCK) sh -c '$(MAKE) install && DURATION=$(or $(DURATION),60) PATRONI=$(PATRONI) bash test/chaos/chaos.sh'
+
+# The zombie-worker test through other queues, beside pg_fence's
+# (test/chaos/peers.sh; PEER_JOBS, PEER_EXPIRY_MS, PEER_PAUSE_MS, PEERS).
+chaos-peers:
+	$(MAKE) all
+	$(INSTALL_LOCK) sh -c '$(MAKE) install && bash test/chaos/peers.sh'
 
 # clang-format, the boundary rule (no std:: in server code outside it) and
 # the include levels of the wings (scripts/include-graph.sh).

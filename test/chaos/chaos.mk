@@ -2,8 +2,8 @@
 # after PGXS).
 #
 #   make chaos-tools   build test/chaos/chaos_worker (a client that takes
-#                      locks and writes with their tokens, recording its
-#                      history) and test/chaos/chaos_check (the checker and
+#                      locks, claims jobs and owns idempotency keys and
+#                      writes with their tokens, recording its history) and test/chaos/chaos_check (the checker and
 #                      the SVG timeline), against libpq
 #   make chaos         (top Makefile) packages, build, install, then
 #                      test/chaos/chaos.sh on its own throwaway two-node
@@ -23,13 +23,13 @@ CHAOS_PQ_CFLAGS = -I$(shell $(PG_CONFIG) --includedir) $(shell pkg-config --cfla
 chaos-tools: $(CHAOS_WORKER) $(CHAOS_CHECK)
 
 $(CHAOS_WORKER): test/chaos/worker.cpp test/chaos/history.hpp test/chaos/pq.hpp \
-		test/chaos/writes.hpp test/chaos/burst.hpp
+		test/chaos/writes.hpp test/chaos/burst.hpp test/chaos/jobs.hpp
 	$(CXX) $(CHAOS_CXXFLAGS) $(CHAOS_PQ_CFLAGS) -o $@ test/chaos/worker.cpp -lpq
 
 $(CHAOS_CHECK): test/chaos/checker.cpp test/chaos/checks.cpp test/chaos/holdings.cpp \
-		test/chaos/svg.cpp \
+		test/chaos/queue.cpp test/chaos/svg.cpp \
 		test/chaos/checks.hpp test/chaos/history.hpp test/chaos/svg.hpp
 	$(CXX) $(CHAOS_CXXFLAGS) -o $@ test/chaos/checker.cpp test/chaos/checks.cpp \
-		test/chaos/holdings.cpp test/chaos/svg.cpp
+		test/chaos/holdings.cpp test/chaos/queue.cpp test/chaos/svg.cpp
 
 EXTRA_CLEAN += $(CHAOS_WORKER) $(CHAOS_CHECK)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# chaos.sh - the chaos test: workers taking pg_fence locks and writing with
-# their tokens against a two-node streaming cluster, while a nemesis pauses
-# workers past their TTL, terminates backends, restarts the primary and
-# fails over; then the checker proves the history (test/chaos/checks.cpp)
-# and draws it (timeline.svg).
+# chaos.sh - the chaos test: workers taking pg_fence locks, claiming jobs
+# and owning idempotency keys, writing with their tokens against a
+# two-node streaming cluster, while a nemesis pauses workers past their
+# TTL, terminates backends, kills workers (kill -9, started again),
+# restarts the primary and fails over; then a drain finishes the queue's
+# jobs, and the checker proves the history (test/chaos/checks.cpp,
+# queue.cpp) and draws it (timeline.svg).
 #
 # Usage: test/chaos/chaos.sh        (from the repository; `make chaos` runs it)
 #
@@ -18,13 +20,16 @@
 #                 lag (default 5000, above the allocator's chunk of 4096)
 #   CHAOS_OUT     where the history, the server logs and timeline.svg go
 #                 (default test/chaos/out; emptied first)
-#   CHAOS_NEMESIS the cycle of faults (default "kill restart kill
+#   CHAOS_NEMESIS the cycle of faults (default "kill restart crash kill
 #                 failover"), repeated until the end; pauses run beside it
 #                 all the time
+#   CHAOS_DRAIN_S the drain at the end: seconds one more client has to
+#                 finish the queue's jobs (default 20; it stops as soon as
+#                 none is queued or running)
 #   FENCE_SERVER_BIN / PG_CONFIG  the server to run (as scripts/temp-cluster.sh)
 #   PATRONI       1: the nodes are run by Patroni with a throwaway etcd
 #                 (test/chaos/patroni.sh; asynchronous replication), the
-#                 cycle is "kill failover kill switchover"
+#                 cycle is "kill failover crash kill switchover"
 #   FENCE_FSYNC   fsync of the nodes (default off: an immediate stop loses
 #                 nothing the OS has)
 #
@@ -49,10 +54,11 @@ PATRONI=${PATRONI:-}
 [ "$PATRONI" = 0 ] && PATRONI=
 if [ -n "$PATRONI" ]; then
 	REPLICATION=async # Patroni's default; its synchronous_mode is not used here
-	NEMESIS=(${CHAOS_NEMESIS:-kill failover kill switchover})
+	NEMESIS=(${CHAOS_NEMESIS:-kill failover crash kill switchover})
 else
-	NEMESIS=(${CHAOS_NEMESIS:-kill restart kill failover})
+	NEMESIS=(${CHAOS_NEMESIS:-kill restart crash kill failover})
 fi
+DRAIN_S=${CHAOS_DRAIN_S:-20}
 FSYNC=${FENCE_FSYNC:-off}
 case $REPLICATION in sync | async) ;; *) echo "REPLICATION must be sync or async" >&2; exit 2 ;; esac
 [[ $DURATION =~ ^[0-9]+$ ]] && [ "$DURATION" -ge 10 ] || { echo "DURATION: seconds, at least 10" >&2; exit 2; }
@@ -87,8 +93,8 @@ cleanup() {
 	trap - EXIT INT TERM
 	[ -n "$PAUSER" ] && kill "$PAUSER" 2>/dev/null
 	[ -n "$PATRONI" ] && patroni_stop
-	for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
-	for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+	for pid in $(worker_pids); do kill -CONT "$pid" 2>/dev/null || true; done
+	for pid in $(worker_pids); do kill -KILL "$pid" 2>/dev/null || true; done
 	for n in 0 1; do
 		[ -f "$CHAOS_TMP/n$n/postmaster.pid" ] && node_ctl "$n" -m immediate -w stop >/dev/null 2>&1
 		[ -f "$CHAOS_TMP/n$n.log" ] && cp "$CHAOS_TMP/n$n.log" "$CHAOS_OUT/server-n$n.log"
@@ -128,11 +134,23 @@ start_us=$(now_us)
 end_us=$((start_us + DURATION * 1000000))
 HARD_SECONDS=$((DURATION * 3 + 30))
 hard_end_us=$((start_us + DURATION * 3000000))
+CONNINFO="host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} dbname=chaos user=postgres target_session_attrs=read-write connect_timeout=2"
+# start_worker I: worker I's process (again, after a crash: its history
+# goes on in a file of its own, w<I>-<incarnation>.tsv); its pid in a file,
+# where the pauser (a subshell) finds it.
+start_worker() {
+	local i=$1 inc=0 out
+	[ -f "$CHAOS_TMP/inc.w$i" ] && inc=$(($(cat "$CHAOS_TMP/inc.w$i") + 1))
+	echo "$inc" >"$CHAOS_TMP/inc.w$i"
+	out=$CHAOS_OUT/w$i.tsv
+	[ "$inc" -gt 0 ] && out=$CHAOS_OUT/w$i-$inc.tsv
+	test/chaos/chaos_worker --id "$i" --seconds "$HARD_SECONDS" --out "$out" --incarnation "$inc" \
+		--resources 3 --ttl-ms "$TTL_MS" --conninfo "$CONNINFO application_name=chaos-w$i" &
+	WORKER_PIDS[i]=$!
+	echo "$!" >"$CHAOS_TMP/pid.w$i"
+}
 for i in $(seq 0 $((WORKERS - 1))); do
-	test/chaos/chaos_worker --id "$i" --seconds "$HARD_SECONDS" --out "$CHAOS_OUT/w$i.tsv" \
-		--resources 3 --ttl-ms "$TTL_MS" \
-		--conninfo "host=$CHAOS_TMP,$CHAOS_TMP port=${PORTS[0]},${PORTS[1]} dbname=chaos user=postgres target_session_attrs=read-write connect_timeout=2 application_name=chaos-w$i" &
-	WORKER_PIDS+=($!)
+	start_worker "$i"
 done
 
 # Pauses run on their own, all the time: one worker holding a lease is
@@ -168,21 +186,32 @@ PAUSER=
 # call for 20 s more is killed (its call in flight stays unknown).
 while [ "$(now_us)" -lt "$end_us" ]; do sleep 0.2; done
 end_us=$(now_us)
-for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null || true; done
+for pid in $(worker_pids); do kill -CONT "$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null || true; done
 for _ in $(seq 1 $((DURATION * 10 + 200))); do
 	alive=0
-	for pid in "${WORKER_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+	for pid in $(worker_pids); do kill -0 "$pid" 2>/dev/null && alive=1; done
 	[ "$alive" -eq 0 ] && break
 	[ "$(now_us)" -gt $((end_us + 20000000)) ] && break
 	sleep 0.1
 done
-for pid in "${WORKER_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-wait "${WORKER_PIDS[@]}" 2>/dev/null || true # not Patroni and etcd, also our children
+for pid in $(worker_pids); do kill -KILL "$pid" 2>/dev/null || true; done
+wait $(worker_pids) 2>/dev/null || true # not Patroni and etcd, also our children
+
+# The drain: one more client finishes the queue's jobs, as a worker would
+# (claims of workers that died are claimable at once, expired ones at
+# their expiry), until none is queued or running, DRAIN_S at most.
+test/chaos/chaos_worker --id "$WORKERS" --drain "$DRAIN_S" --out "$CHAOS_OUT/w$WORKERS.tsv" \
+	--ttl-ms "$TTL_MS" --conninfo "$CONNINFO application_name=chaos-drain" ||
+	echo "chaos: the drain failed" >&2
 
 # The truth about the writes, leases and lock holdings: the final primary's audit.
 rwq -F $'\t' -c 'SELECT * FROM chaos.audit_dump' >"$CHAOS_OUT/audit.tsv"
 rwq -F $'\t' -c 'SELECT * FROM chaos.lease_audit_dump' >"$CHAOS_OUT/lease_audit.tsv"
 rwq -F $'\t' -c 'SELECT * FROM chaos.holds_dump' >"$CHAOS_OUT/holds.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.jobs_dump' >"$CHAOS_OUT/jobs.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.job_effects_dump' >"$CHAOS_OUT/job_effects.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.once_keys_dump' >"$CHAOS_OUT/once_keys.tsv"
+rwq -F $'\t' -c 'SELECT * FROM chaos.once_effects_dump' >"$CHAOS_OUT/once_effects.tsv"
 
 echo "chaos: $WORKERS workers, ${DURATION} s, $REPLICATION replication${PATRONI:+ (Patroni)}, lease TTL ${TTL_MS} ms; history in $CHAOS_OUT"
 faults=$(printf '%s\n' pause "${NEMESIS[@]}" | sort -u | paste -sd, -)

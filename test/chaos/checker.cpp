@@ -41,7 +41,8 @@ namespace {
 struct Counts
 {
 	std::map<std::string, size_t> grants, writes, nemesis;
-	size_t                        busy = 0, burst = 0;
+	std::map<std::string, size_t> enqueues, completes, key_effects, begins, jobs, keys;
+	size_t                        busy = 0, burst = 0, finishes = 0;
 };
 
 Counts
@@ -56,13 +57,58 @@ Count(const Run &run)
 			c.grants[e.kind]++;
 		else if (e.type == "write")
 			c.writes[e.outcome]++;
+		else if (e.type == "enqueue")
+			c.enqueues[e.outcome]++;
+		else if (e.type == "complete")
+			c.completes[e.outcome]++;
+		else if (e.type == "effect")
+			c.key_effects[e.outcome]++;
+		else if (e.type == "begin")
+			c.begins[e.outcome]++;
+		else if (e.type == "finish" && e.outcome == "ok")
+			c.finishes++;
 		else if (e.type == "busy")
 			c.busy++;
 		else if (e.type == "pause" || e.type == "kill" || e.type == "restart" ||
-				 e.type == "failover" || e.type == "switchover")
+				 e.type == "failover" || e.type == "switchover" || e.type == "crash")
 			c.nemesis[e.type]++;
 	}
+	for (auto &j : run.jobs)
+		c.jobs[j.state]++;
+	for (auto &k : run.keys)
+		c.keys[k.state]++;
 	return c;
+}
+
+size_t
+Get(const std::map<std::string, size_t> &m, const char *k)
+{
+	auto it = m.find(k);
+	return it == m.end() ? size_t(0) : it->second;
+}
+
+/* The queue's and the keys' counts, a second line. */
+std::string
+QueueLine(const Counts &c)
+{
+	std::string jobs;
+	for (auto &j : c.jobs)
+		jobs += (jobs.empty() ? "" : ", ") + std::to_string(j.second) + " " + j.first;
+	std::string keys;
+	for (auto &k : c.keys)
+		keys += (keys.empty() ? "" : ", ") + std::to_string(k.second) + " " + k.first;
+	return "jobs enqueued " + std::to_string(Get(c.enqueues, "applied")) + " (" + jobs +
+		   "), completions committed " + std::to_string(Get(c.completes, "applied")) +
+		   ", stale completions refused " +
+		   std::to_string(Get(c.completes, "stale") + Get(c.completes, "false")) + ", keys " +
+		   std::to_string(c.grants.count("once") ? c.grants.at("once") : 0) + " owned (" + keys +
+		   "), key effects committed " + std::to_string(Get(c.key_effects, "applied")) +
+		   ", refused " +
+		   std::to_string(Get(c.key_effects, "stale") + Get(c.key_effects, "false")) +
+		   ", finished " + std::to_string(c.finishes) + ", in progress " +
+		   std::to_string(Get(c.begins, "in_progress")) + ", done " +
+		   std::to_string(Get(c.begins, "done")) + ", mismatch " +
+		   std::to_string(Get(c.begins, "mismatch"));
 }
 
 std::string
@@ -82,7 +128,8 @@ CountsLine(const Counts &c)
 	};
 	size_t      total = 0;
 	std::string kinds;
-	for (const char *k : {"lease", "election", "semaphore", "session", "shared", "xact"})
+	for (const char *k :
+		 {"lease", "election", "semaphore", "session", "shared", "xact", "job", "once"})
 	{
 		total += g(k);
 		kinds += std::string(kinds.empty() ? "" : ", ") + k + " " + std::to_string(g(k));
@@ -91,8 +138,9 @@ CountsLine(const Counts &c)
 		   std::to_string(w("applied")) + ", stale writes rejected " + std::to_string(w("stale")) +
 		   ", outcome unknown " + std::to_string(w("unknown")) + ", write errors " +
 		   std::to_string(w("error") + w("notoken")) + ", pauses " + std::to_string(n("pause")) +
-		   ", kills " + std::to_string(n("kill")) + ", restarts " + std::to_string(n("restart")) +
-		   ", failovers " + std::to_string(n("failover")) +
+		   ", kills " + std::to_string(n("kill")) +
+		   (n("crash") ? ", workers killed " + std::to_string(n("crash")) : "") + ", restarts " +
+		   std::to_string(n("restart")) + ", failovers " + std::to_string(n("failover")) +
 		   (n("switchover") ? ", switchovers " + std::to_string(n("switchover")) : "") +
 		   (c.burst ? ", burst tokens " + std::to_string(c.burst) : "");
 }
@@ -106,7 +154,8 @@ BuildTimeline(const Run &run, const std::string &title)
 	for (auto &e : run.events)
 	{
 		/* the burst's thousands of grants are in the counts, not drawn */
-		if (!e.worker.empty() && e.worker != "burst" && e.type != "kill" && e.type != "pause")
+		if (!e.worker.empty() && e.worker != "burst" && e.type != "kill" && e.type != "pause" &&
+			e.type != "crash")
 			workers.insert(e.worker);
 		end = std::max(end, e.complete);
 	}
@@ -134,12 +183,44 @@ BuildTimeline(const Run &run, const std::string &title)
 	for (auto &o : open)
 		t.bars.push_back(
 			{std::get<0>(o.first), o.second.first, std::get<2>(o.first), o.second.second, end});
+	/* Job claims and key ownerships: from the grant to the completion, failure, finish or
+	 * release that ended it (its invoke), else to the last thing done with it. */
+	std::map<std::tuple<std::string, std::string, int64_t>, std::pair<std::string, int64_t>> held;
+	std::map<std::tuple<std::string, std::string, int64_t>, int64_t>                         last;
+	for (auto &e : run.events)
+	{
+		if (e.kind != "job" && e.kind != "once")
+			continue;
+		auto key = std::make_tuple(e.worker, e.name, e.token);
+		if (e.type == "grant")
+		{
+			held[key] = {e.kind, e.complete};
+			last[key] = e.complete + 50000;
+			continue;
+		}
+		if (!held.count(key))
+			continue;
+		last[key] = std::max(last[key], e.complete);
+		if (e.type == "complete" || e.type == "fail" || e.type == "finish" || e.type == "release")
+		{
+			t.bars.push_back({e.worker, held[key].first, e.token, held[key].second, e.invoke});
+			held.erase(key);
+		}
+	}
+	for (auto &h : held)
+		t.bars.push_back({std::get<0>(h.first), h.second.first, std::get<2>(h.first),
+						  h.second.second, last[h.first]});
 	for (auto &e : run.events)
 	{
 		if (e.type == "write" &&
 			(e.outcome == "applied" || e.outcome == "stale" || e.outcome == "unknown"))
 			t.marks.push_back({e.worker, e.outcome, e.complete});
-		else if (e.type == "kill")
+		else if ((e.type == "complete" || e.type == "effect") &&
+				 (e.outcome == "applied" || e.outcome == "stale" || e.outcome == "false" ||
+				  e.outcome == "unknown"))
+			t.marks.push_back(
+				{e.worker, e.outcome == "false" ? std::string("stale") : e.outcome, e.complete});
+		else if (e.type == "kill" || e.type == "crash")
 			t.marks.push_back({e.worker, "kill", e.invoke});
 		else if (e.type == "pause")
 			t.pauses.push_back({e.worker, e.invoke, e.complete});
@@ -203,11 +284,16 @@ main(int argc, char **argv)
 	}
 	bool audit_ok = chaos::ReadAudit(dir + "/audit.tsv", run.audit) &&
 					chaos::ReadLeaseAudit(dir + "/lease_audit.tsv", run.lease_audit) &&
-					chaos::ReadHolds(dir + "/holds.tsv", run.holds);
+					chaos::ReadHolds(dir + "/holds.tsv", run.holds) &&
+					chaos::ReadJobs(dir + "/jobs.tsv", run.jobs) &&
+					chaos::ReadJobEffects(dir + "/job_effects.tsv", run.job_effects) &&
+					chaos::ReadKeys(dir + "/once_keys.tsv", run.keys) &&
+					chaos::ReadKeyEffects(dir + "/once_effects.tsv", run.key_effects);
 	if (ec || !audit_ok)
 		std::printf("chaos_check: cannot read the history in %s%s\n", dir.c_str(),
 					audit_ok ? ""
-							 : " (audit.tsv, lease_audit.tsv or holds.tsv missing or malformed)");
+							 : " (audit.tsv, lease_audit.tsv, holds.tsv, jobs.tsv, job_effects.tsv,"
+							   " once_keys.tsv or once_effects.tsv missing or malformed)");
 
 	size_t passed = 0, failed = 0;
 	for (auto &r : chaos::CheckAll(run))
@@ -223,7 +309,7 @@ main(int argc, char **argv)
 	if (!audit_ok)
 		failed++;
 	auto counts = chaos::Count(run);
-	std::printf("%s\n", chaos::CountsLine(counts).c_str());
+	std::printf("%s\n%s\n", chaos::CountsLine(counts).c_str(), chaos::QueueLine(counts).c_str());
 	if (!svg.empty())
 	{
 		std::string title = "pg_fence chaos run: " + chaos::CountsLine(counts);

@@ -41,6 +41,13 @@
  *   permits respected     a semaphore never has more holders than permits
  *   one leader per term   ... and the terms of a name increase
  *
+ * and, over the job queue and idempotency keys (queue.cpp): job effects at
+ * most once, no stale completion accepted, no job lost, acknowledged
+ * enqueues durable, no key finished twice, no key effect by a superseded
+ * owner.  Job claims and key ownerships are grants too (kinds job and
+ * once): their tokens are in "no token issued twice" and "tokens beat
+ * every earlier grant".
+ *
  * Copyright (c) 2026, The pg_fence Developers
  *
  * IDENTIFICATION
@@ -81,7 +88,8 @@ Ms(int64_t us)
 
 namespace {
 
-const char *const kKinds[] = {"lease", "election", "semaphore", "session", "shared", "xact"};
+const char *const kKinds[] = {"lease",  "election", "semaphore", "session",
+							  "shared", "xact",     "job",       "once"};
 
 bool
 IsRowTarget(const std::string &target)
@@ -136,6 +144,17 @@ CheckRecorded(const Run &run)
 		Problem(r, "the server-side audit of leases is empty");
 	if (run.holds.empty())
 		Problem(r, "the server-side record of lock holdings is empty");
+	for (const char *t : {"enqueue", "complete", "effect", "finish"})
+		if (faults[t] == 0)
+			Problem(r, std::string("no ") + t + " recorded");
+	if (run.jobs.empty())
+		Problem(r, "the final primary's queue is empty");
+	if (run.job_effects.empty())
+		Problem(r, "no job effect on the final primary");
+	if (run.keys.empty())
+		Problem(r, "the final primary has no idempotency key");
+	if (run.key_effects.empty())
+		Problem(r, "no key effect on the final primary");
 	r.summary = std::to_string(total) + " grants, " + std::to_string(applied) +
 				" writes applied, " + std::to_string(run.audit.size()) + " audited";
 	return r;
@@ -334,10 +353,12 @@ CheckTokensIncrease(const Run &run)
 std::vector<CheckResult>
 CheckAll(const Run &run)
 {
-	return {CheckRecorded(run),        CheckTokensUnique(run),   CheckTokensIncrease(run),
-			CheckFencesIncrease(run),  CheckNoStaleApplied(run), CheckAckedDurable(run),
-			CheckLeasesExclusive(run), CheckLocksExclusive(run), CheckSemaphores(run),
-			CheckElections(run)};
+	return {CheckRecorded(run),        CheckTokensUnique(run),    CheckTokensIncrease(run),
+			CheckFencesIncrease(run),  CheckNoStaleApplied(run),  CheckAckedDurable(run),
+			CheckLeasesExclusive(run), CheckLocksExclusive(run),  CheckSemaphores(run),
+			CheckElections(run),       CheckJobEffectsOnce(run),  CheckNoStaleCompletion(run),
+			CheckNoJobLost(run),       CheckEnqueuesDurable(run), CheckKeysFinishedOnce(run),
+			CheckKeyEffects(run)};
 }
 
 } // namespace chaos

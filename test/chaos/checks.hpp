@@ -29,6 +29,10 @@ struct Run
 	std::vector<AuditRow>      audit;       /* applied writes */
 	std::vector<LeaseAuditRow> lease_audit; /* lease, permit and leadership changes */
 	std::vector<HoldRow>       holds;       /* connection-bound locks, held */
+	std::vector<JobRow>        jobs;        /* the queue's jobs after the drain */
+	std::vector<EffectRow>     job_effects; /* applied job effects */
+	std::vector<KeyRow>        keys;        /* idempotency keys at the end */
+	std::vector<EffectRow>     key_effects; /* applied key effects */
 	/*
 	 * Asynchronous replication: a failover may lose commits the clients
 	 * saw (a write, a lease grant or renewal), which is not a pg_fence
@@ -83,6 +87,14 @@ CheckResult CheckLeasesExclusive(const Run &run);
 CheckResult CheckLocksExclusive(const Run &run);
 CheckResult CheckSemaphores(const Run &run);
 CheckResult CheckElections(const Run &run);
+
+/* The checks of queue.cpp: the job queue and idempotency keys. */
+CheckResult CheckJobEffectsOnce(const Run &run);
+CheckResult CheckNoStaleCompletion(const Run &run);
+CheckResult CheckNoJobLost(const Run &run);
+CheckResult CheckEnqueuesDurable(const Run &run);
+CheckResult CheckKeysFinishedOnce(const Run &run);
+CheckResult CheckKeyEffects(const Run &run);
 
 /* Shared by the checks: one problem found (the first few kept), a time. */
 void        Problem(CheckResult &r, const std::string &what);

@@ -40,6 +40,30 @@
  *            until a replica takes writes
  *   switchover nemesis (Patroni): patronictl switchover, until the new
  *            primary takes writes
+ *   crash    nemesis: the worker process (name: its pid) killed with
+ *            SIGKILL, then started again (its history goes on in a new
+ *            file, its op ids with a new prefix)
+ *
+ * The job queue (kind job, name job/ID; jobs.hpp):
+ *   enqueue  fence.enqueue and the job's row, committed together: op = the
+ *            job's op (its payload), outcome applied / unknown / error
+ *   grant    a claim (fence.claim): token, op = the attempt
+ *   renew    fence.heartbeat: outcome ok / false / unknown / error
+ *   complete the effect and fence.complete in one transaction: op = the
+ *            effect's op, outcome applied / stale (FN001) / false /
+ *            unknown / error
+ *   fail     fence.fail with a retry now: outcome ok / false / ...
+ *   cancel   fence.cancel: outcome ok / false / ...
+ * Idempotency keys (kind once, name once/KEY):
+ *   grant    once_begin returned new: token, op = the step it reported
+ *   begin    once_begin returned another status (outcome: in_progress,
+ *            done, mismatch; op = the step)
+ *   step     once_step(token, op): outcome ok / false / ...
+ *   effect   the key's effect with once_step 'effect' in one transaction:
+ *            op = the effect's op, outcome applied / stale / false /
+ *            unknown / error
+ *   finish   once_finish: outcome ok / false / unknown / error
+ *   release  once_release: outcome ok / false / ...
  *
  * Worker "burst" (chaos_worker --burst) records thousands of xact grants
  * taken in one statement while an async standby lags: counted and checked,
@@ -110,6 +134,35 @@ struct HoldRow
 	int64_t     token = 0;
 	std::string mode, scope, worker; /* exclusive / shared, session / xact */
 	int64_t     pid = 0, backend_start = 0;
+};
+
+/* A job after the drain, from chaos.jobs_dump (state missing: only its row). */
+struct JobRow
+{
+	int64_t     id = 0;
+	std::string state;
+	int64_t     attempt = -1, token = -1;
+	std::string op;
+	int64_t     max_attempts = -1;
+};
+
+/* An applied effect of a job (chaos.job_effects_dump) or of a key (once_effects_dump). */
+struct EffectRow
+{
+	int64_t     seq = 0, at = 0;
+	std::string subject; /* job/ID or once/KEY */
+	std::string target;  /* guard, fu; once */
+	int64_t     token = 0;
+	std::string op;
+};
+
+/* An idempotency key at the end, from chaos.once_keys_dump. */
+struct KeyRow
+{
+	std::string name; /* once/KEY */
+	std::string state;
+	int64_t     token = -1;
+	std::string step;
 };
 
 inline const char *
@@ -270,6 +323,64 @@ ReadHolds(const std::string &path, std::vector<HoldRow> &out)
 		r.worker = f[7];
 		r.pid = ToInt(f[8]);
 		r.backend_start = ToInt(f[9]);
+		return r;
+	});
+}
+
+inline bool
+ReadJobs(const std::string &path, std::vector<JobRow> &out)
+{
+	return ReadRows(path, 6, false, out, [](const std::vector<std::string> &f) {
+		JobRow r;
+		r.id = ToInt(f[0]);
+		r.state = f[1];
+		r.attempt = ToInt(f[2]);
+		r.token = ToInt(f[3]);
+		r.op = f[4];
+		r.max_attempts = ToInt(f[5]);
+		return r;
+	});
+}
+
+inline bool
+ReadJobEffects(const std::string &path, std::vector<EffectRow> &out)
+{
+	return ReadRows(path, 6, false, out, [](const std::vector<std::string> &f) {
+		EffectRow r;
+		r.seq = ToInt(f[0]);
+		r.at = ToInt(f[1]);
+		r.subject = "job/" + f[2];
+		r.target = f[3];
+		r.token = ToInt(f[4]);
+		r.op = f[5];
+		return r;
+	});
+}
+
+inline bool
+ReadKeyEffects(const std::string &path, std::vector<EffectRow> &out)
+{
+	return ReadRows(path, 5, false, out, [](const std::vector<std::string> &f) {
+		EffectRow r;
+		r.seq = ToInt(f[0]);
+		r.at = ToInt(f[1]);
+		r.subject = "once/" + f[2];
+		r.target = "once";
+		r.token = ToInt(f[3]);
+		r.op = f[4];
+		return r;
+	});
+}
+
+inline bool
+ReadKeys(const std::string &path, std::vector<KeyRow> &out)
+{
+	return ReadRows(path, 4, false, out, [](const std::vector<std::string> &f) {
+		KeyRow r;
+		r.name = "once/" + f[0];
+		r.state = f[1];
+		r.token = ToInt(f[2]);
+		r.step = f[3];
 		return r;
 	});
 }

@@ -11,6 +11,9 @@
 #                      writes with its old token
 #   nemesis_kill       pg_terminate_backend of a random worker backend: its
 #                      session locks and open transaction end
+#   nemesis_crash      kill -9 of a worker process holding a lease or a
+#                      job's claim (else any), then started again: its
+#                      sessions end with it, its claims are rescued at once
 #   nemesis_restart    pg_ctl stop -m immediate of the primary, then start
 #   nemesis_failover   stop the primary immediately, promote the standby,
 #                      make the old primary a standby of the new one
@@ -19,7 +22,8 @@
 # AS_OWNER (command prefix running as the cluster's OS user, or empty),
 # CHAOS_TMP, CHAOS_OUT, PORTS (array of the two ports), PRIMARY (index 0/1
 # of the primary), REPLICATION (sync|async), TTL_MS, LAG_MS and BURST (async
-# failovers), WORKER_PIDS (array), FSYNC.
+# failovers), WORKER_PIDS (array; the current pid of worker I is in
+# $CHAOS_TMP/pid.wI, see worker_pid), start_worker (chaos.sh), FSYNC.
 
 now_us() { date +%s%6N; }
 
@@ -117,30 +121,53 @@ wait_streaming() {
 }
 
 random_worker() { echo $((RANDOM % ${#WORKER_PIDS[@]})); }
+# worker_pid I: worker I's process now (a crashed worker is started again).
+worker_pid() { cat "$CHAOS_TMP/pid.w$1" 2>/dev/null; }
+worker_pids() { cat "$CHAOS_TMP"/pid.w* 2>/dev/null; }
 
-# A worker holding a lease, a leadership or a semaphore permit now, if any
-# (its holder name is wN), else any.  Three times in four a lease or
-# leadership holder comes first (their writes go stale), else any holder
-# (a permit that expires is taken over).
+# A worker holding a lease, a leadership, a semaphore permit or a job's
+# claim now, if any (its holder name is wN), else any.  Three times in four
+# a lease or leadership holder or a job's claimant comes first (their
+# writes and completions go stale), else any holder (a permit that expires
+# is taken over); half the time a job's claimant before the others.
 pause_target() {
-	local w first=true
+	local w first=true jobs=false
 	[ $((RANDOM % 4)) -eq 0 ] && first=false
+	[ $((RANDOM % 2)) -eq 0 ] && jobs=true
 	# the pauser runs in a subshell: it finds the primary by itself
-	w=$(rwq -c "SELECT substr(holder, 2) FROM fence.leases
-		WHERE expires_at > clock_timestamp()
-		ORDER BY $first AND permits IS NOT NULL, random() LIMIT 1" 2>/dev/null || true)
+	w=$(rwq -c "SELECT substr(holder, 2) FROM (
+			SELECT holder, permits IS NOT NULL AS permit, false AS job FROM fence.leases
+			 WHERE expires_at > clock_timestamp()
+			UNION ALL
+			SELECT holder, false, true FROM fence.jobs
+			 WHERE state = 'running' AND claimed_until > clock_timestamp()) h
+		ORDER BY $first AND permit, $jobs AND NOT job, random() LIMIT 1" 2>/dev/null || true)
 	if [[ $w =~ ^[0-9]+$ ]] && [ "$w" -lt "${#WORKER_PIDS[@]}" ]; then echo "$w"; else random_worker; fi
 }
 
 nemesis_pause() {
-	local i t0 ms
+	local i t0 ms pid
 	i=$(pause_target)
 	ms=$((TTL_MS * 5 / 2))
 	t0=$(now_us)
-	kill -STOP "${WORKER_PIDS[$i]}" 2>/dev/null || return 0
+	pid=$(worker_pid "$i")
+	kill -STOP "$pid" 2>/dev/null || return 0
 	sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
-	kill -CONT "${WORKER_PIDS[$i]}" 2>/dev/null
+	kill -CONT "$pid" 2>/dev/null
 	event pause - - "w$i" "$t0" "$(now_us)"
+}
+
+# kill -9 of a worker (one holding something, as pause_target picks), then
+# the same worker started again.
+nemesis_crash() {
+	local i t0 pid
+	i=$(pause_target)
+	pid=$(worker_pid "$i")
+	t0=$(now_us)
+	kill -KILL "$pid" 2>/dev/null || return 0
+	wait "$pid" 2>/dev/null
+	event crash - "$pid" "w$i" "$t0" "$(now_us)"
+	start_worker "$i"
 }
 
 nemesis_kill() {

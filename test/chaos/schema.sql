@@ -162,3 +162,63 @@ CREATE VIEW chaos.holds_dump AS
 SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, event, name, token, mode, scope,
        worker, pid, (extract(epoch FROM backend_start) * 1000000)::bigint AS backend_start_us
   FROM chaos.holds ORDER BY name, at, seq;
+
+-- The job queue's workload (worker.cpp JobRound, jobs.hpp): a job's row,
+-- made in the enqueueing transaction (so a committed enqueue leaves one,
+-- even if the job vanished), updated with fence.fenced_update as one way
+-- of writing the job's effect; chaos.job_effects is the other way, a
+-- guarded insert fenced per job.  Every applied effect leaves a row in
+-- chaos.job_effect_audit in the same transaction (with the completion).
+CREATE TABLE chaos.job_rows (job_id bigint PRIMARY KEY,
+                             enqueue_op text NOT NULL, -- the enqueue's op
+                             op text,                  -- the effect's (fenced_update)
+                             fence bigint NOT NULL DEFAULT 0);
+CREATE TABLE chaos.job_effects (id bigserial PRIMARY KEY, job_id bigint NOT NULL, op text NOT NULL,
+                                fence bigint NOT NULL DEFAULT 0);
+SELECT fence.guard('chaos.job_effects', 'fence', ARRAY['job_id']);
+CREATE TABLE chaos.job_effect_audit (
+	seq     bigserial PRIMARY KEY,
+	at      timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	job_id  bigint NOT NULL,
+	target  text NOT NULL,           -- guard, fu
+	token   bigint NOT NULL,
+	op      text NOT NULL
+);
+CREATE FUNCTION chaos.audit_job_effect() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO chaos.job_effect_audit (job_id, target, token, op)
+	VALUES (NEW.job_id, TG_ARGV[0], NEW.fence, NEW.op);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER audit AFTER INSERT ON chaos.job_effects FOR EACH ROW EXECUTE FUNCTION chaos.audit_job_effect('guard');
+CREATE TRIGGER audit AFTER UPDATE ON chaos.job_rows FOR EACH ROW EXECUTE FUNCTION chaos.audit_job_effect('fu');
+
+-- Idempotency keys (worker.cpp OnceRound): a key's effect, a guarded insert
+-- fenced per key, committed with the step 'effect' (jobs.hpp KeyEffect).
+CREATE TABLE chaos.once_effects (
+	seq    bigserial PRIMARY KEY,
+	at     timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	key    text NOT NULL,
+	op     text NOT NULL,
+	fence  bigint NOT NULL DEFAULT 0
+);
+SELECT fence.guard('chaos.once_effects', 'fence', ARRAY['key']);
+
+-- The queue's jobs after the drain: every committed enqueue (chaos.job_rows)
+-- with its job, or state 'missing' when the job is gone.
+CREATE VIEW chaos.jobs_dump AS
+SELECT coalesce(j.id, r.job_id) AS id, coalesce(j.state, 'missing') AS state,
+       coalesce(j.attempt, -1) AS attempt, coalesce(j.token, -1) AS token,
+       coalesce(r.enqueue_op, j.payload ->> 'op', '-') AS op, coalesce(j.max_attempts, -1) AS max_attempts
+  FROM (SELECT * FROM fence.jobs WHERE queue = 'chaos') j
+  FULL JOIN chaos.job_rows r ON r.job_id = j.id
+ ORDER BY 1;
+CREATE VIEW chaos.job_effects_dump AS
+SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, job_id, target, token, op
+  FROM chaos.job_effect_audit ORDER BY job_id, at, seq;
+CREATE VIEW chaos.once_keys_dump AS
+SELECT key, state, coalesce(token, -1) AS token, coalesce(step, '-') AS step
+  FROM fence.once_keys ORDER BY key;
+CREATE VIEW chaos.once_effects_dump AS
+SELECT seq, (extract(epoch FROM at) * 1000000)::bigint AS at_us, key, fence AS token, op
+  FROM chaos.once_effects ORDER BY key, at, seq;

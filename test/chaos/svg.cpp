@@ -60,6 +60,10 @@ KindColor(const std::string &kind)
 		return "#59a14f";
 	if (kind == "shared")
 		return "#a8d89a";
+	if (kind == "job")
+		return "#f28e2b";
+	if (kind == "once")
+		return "#9c755f";
 	return "#e5b80b";
 }
 
@@ -196,9 +200,12 @@ WriteSvg(const std::string &path, const Timeline &t)
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#59a14f\"/>", "session lock");
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#a8d89a\"/>", "shared lock");
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#e5b80b\"/>", "xact lock");
+	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#f28e2b\"/>", "job claim");
+	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#9c755f\"/>",
+		"idempotency key owned");
 	key("<line x1=\"7\" y1=\"-6\" x2=\"7\" y2=\"4\" stroke=\"#2ca02c\"/>", "write applied");
 	key("<path d=\"M3 -5 l8 8 m-8 0 l8 -8\" stroke=\"#d62728\" stroke-width=\"2\"/>",
-		"stale write rejected");
+		"stale write or completion rejected");
 	key("<circle cx=\"7\" cy=\"0\" r=\"3\" fill=\"#ff7f0e\"/>", "outcome unknown");
 	key("<rect x=\"0\" y=\"-6\" width=\"14\" height=\"10\" fill=\"#999\" fill-opacity=\"0.5\"/>",
 		"paused (SIGSTOP)");

@@ -7,8 +7,9 @@
  *	  attempt with its outcome (history.hpp).
  *
  *	  chaos_worker --id N --conninfo STR --seconds S --out FILE
- *	               [--resources R] [--ttl-ms MS] [--seed X]
+ *	               [--resources R] [--ttl-ms MS] [--seed X] [--incarnation I]
  *	  chaos_worker --burst N --conninfo STR --out FILE   (burst.hpp)
+ *	  chaos_worker --drain S --id N --conninfo STR --out FILE [--ttl-ms MS]
  *
  * A round: pick a kind and a name (chaos/lK lease, chaos/e0 leadership,
  * chaos/m0 semaphore with 2 permits, chaos/sK session or xact lock, chaos/s0
@@ -29,7 +30,20 @@
  *              ordered too: an older sharer's write after a newer one's is
  *              stale);
  *   xact       BEGIN; chaos.hold(fence.xact_lock); one write; chaos.beat;
- *              COMMIT.
+ *              COMMIT;
+ *   job        enqueue one or two jobs of the queue "chaos" (each with its
+ *              row in chaos.job_rows, in one transaction), claim one
+ *              (fence.claim with the TTL, waiting up to the TTL in the
+ *              server), hold it a while (a heartbeat, now and then a nap
+ *              past the TTL), then its effect and fence.complete in one
+ *              transaction, or fence.fail (jobs.hpp);
+ *   once       fence.once_begin of one of the two keys of the current five
+ *              seconds; as the owner: a step, the key's effect with the
+ *              step 'effect' in one transaction, once_finish (or
+ *              once_release).
+ * --incarnation I: the worker started again after a kill -9 (its op ids
+ * get the prefix wN.I).  --drain S: after the chaos, claim and complete
+ * the queue's jobs until none is queued or running (S seconds at most).
  * chaos.hold and chaos.beat (schema.sql) record the holding of a
  * connection-bound lock server-side, written by the backend that holds it.
  * Locks and leases are taken on one connection and written with on
@@ -55,6 +69,7 @@
  */
 #include "history.hpp"
 #include "burst.hpp"
+#include "jobs.hpp"
 #include "pq.hpp"
 #include "writes.hpp"
 
@@ -88,6 +103,8 @@ struct Options
 	int         ttl_ms = 1000;
 	unsigned    seed = 0;
 	int         burst = 0;
+	int         incarnation = 0; /* restarts after a kill -9 (op ids stay unique) */
+	double      drain = 0;       /* --drain S: only finish the queue's jobs */
 };
 
 /* The one semaphore's name and its permits. */
@@ -107,7 +124,8 @@ public:
 	Worker(const Options &o, FILE *out)
 		: o_(o), out_(out), lock_(o.conninfo), data_(o.conninfo),
 		  rng_(o.seed ? o.seed : static_cast<unsigned>(NowMicros()) + o.id),
-		  name_("w" + std::to_string(o.id))
+		  name_("w" + std::to_string(o.id)),
+		  op_prefix_(name_ + (o.incarnation ? "." + std::to_string(o.incarnation) : ""))
 	{
 		deadline_ = NowMicros() + static_cast<int64_t>(o.seconds * 1e6);
 	}
@@ -123,7 +141,7 @@ public:
 				continue;
 			}
 			std::string k = std::to_string(Pick(o_.resources));
-			int         kind = Pick(20);
+			int         kind = Pick(34);
 			if (kind < 6)
 				LeaseRound("lease", "l" + k);
 			else if (kind < 10) /* one name: candidates compete, a deposed leader writes */
@@ -134,9 +152,40 @@ public:
 				SessionRound("session", "s" + k);
 			else if (kind < 18) /* one name, so that sharers meet */
 				SessionRound("shared", "s0");
-			else
+			else if (kind < 20)
 				XactRound("s" + k);
+			else if (kind < 28)
+				JobRound();
+			else
+				OnceRound();
 			Sleep(10 + Pick(40));
+		}
+	}
+
+	/*
+	 * The drain after the chaos: claims and completes the queue's jobs
+	 * (effect and completion in one transaction, as a worker does) until no
+	 * job is queued or running, or the deadline.  A claim of a worker that
+	 * died is claimable at once, an expired one at its expiry.
+	 */
+	void
+	Drain()
+	{
+		while (Running())
+		{
+			if (!lock_.Ensure() || !data_.Ensure())
+			{
+				Sleep(100);
+				continue;
+			}
+			Reply r = lock_.Exec("SELECT count(*) FROM fence.jobs WHERE queue = '" +
+								 std::string(kQueue) + "' AND state IN ('queued', 'running')");
+			if (r.ok && r.value == "0")
+				return;
+			std::string job;
+			int64_t     token = Claim(job);
+			if (token > 0)
+				Complete(job, token, "guard");
 		}
 	}
 
@@ -160,6 +209,13 @@ private:
 		int64_t until = NowMicros() + ms * int64_t(1000);
 		while (Running() && NowMicros() < until)
 			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+
+	/* Sleeps ms even past a stop (a zombie's nap: what it does next matters). */
+	static void
+	SleepThrough(int ms)
+	{
+		std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 	}
 
 	Event
@@ -187,7 +243,7 @@ private:
 	std::string
 	NextOp()
 	{
-		return name_ + "-" + std::to_string(++ops_);
+		return op_prefix_ + "-" + std::to_string(++ops_);
 	}
 
 	static std::string
@@ -509,11 +565,223 @@ private:
 		WriteEvent(out_, rel);
 	}
 
+	/* "job/ID", the history's name of a job. */
+	static std::string
+	JobName(const std::string &id)
+	{
+		return "job/" + id;
+	}
+
+	/*
+	 * Enqueues one job (payload {"op": OP}) and its row in chaos.job_rows,
+	 * in one transaction on the data connection; returns the job id when
+	 * it committed.  Recorded as an enqueue event (outcome applied, unknown
+	 * or error; op the job's op, name the job when known).
+	 */
+	std::string
+	Enqueue()
+	{
+		Event e = Base("enqueue", "job", "", -1);
+		e.op = NextOp();
+		e.invoke = NowMicros();
+		std::string id;
+		Reply       r = data_.Exec("BEGIN");
+		if (r.lost && data_.Ensure())
+			r = data_.Exec("BEGIN");
+		if (r.ok)
+			r = data_.Exec("SELECT fence.enqueue('" + std::string(kQueue) + "', '{\"op\": \"" +
+						   e.op + "\"}', max_attempts => 8)");
+		if (r.ok && !r.null)
+		{
+			id = r.value;
+			e.name = JobName(id);
+			r = data_.Exec("INSERT INTO chaos.job_rows (job_id, enqueue_op) VALUES (" + id + ", '" +
+						   e.op + "')");
+		}
+		if (r.ok && !id.empty())
+			e.outcome = Commit(data_);
+		else
+		{
+			e.outcome = "error";
+			data_.Rollback();
+		}
+		e.complete = NowMicros();
+		WriteEvent(out_, e);
+		return e.outcome == "applied" ? id : std::string();
+	}
+
+	/*
+	 * Claims one job of the queue, waiting up to the TTL in the server:
+	 * a grant event (kind job, name job/ID, token, op the attempt), and the
+	 * token (0: none).
+	 */
+	int64_t
+	Claim(std::string &job)
+	{
+		Event g = Base("grant", "job", "", -1);
+		g.invoke = NowMicros();
+		Reply r =
+			lock_.Exec("SELECT job_id, token, attempt FROM fence.claim('" + std::string(kQueue) +
+					   "', " + Ttl() + ", 1, wait => " + Ttl() + ", holder => '" + name_ + "')");
+		if (!r.ok)
+			return 0;
+		if (r.null)
+		{
+			Busy(g);
+			return 0;
+		}
+		job = r.value;
+		g.name = JobName(job);
+		g.token = std::stoll(r.value2);
+		g.op = r.value3;
+		g.complete = NowMicros();
+		WriteEvent(out_, g);
+		return g.token;
+	}
+
+	/* The effect and the completion, in one transaction (jobs.hpp). */
+	void
+	Complete(const std::string &job, int64_t token, const std::string &target)
+	{
+		Event e = Base("complete", "job", JobName(job), token);
+		e.op = NextOp();
+		e.invoke = NowMicros();
+		e.outcome = data_.Ensure() ? EffectAndComplete(data_, target, job, token, e.op) : "error";
+		e.complete = NowMicros();
+		WriteEvent(out_, e);
+	}
+
+	/* A statement of a job or a key by its token: outcome ok (true), false, unknown, error. */
+	void
+	Call(const char *type, const std::string &kind, const std::string &name, int64_t token,
+		 const std::string &sql, const std::string &op = std::string())
+	{
+		Event e = Base(type, kind, name, token);
+		e.op = op;
+		e.invoke = NowMicros();
+		Reply r = lock_.Exec(sql);
+		e.outcome = r.ok ? (r.value == "t" ? "ok" : "false") : r.lost ? "unknown" : "error";
+		e.complete = NowMicros();
+		WriteEvent(out_, e);
+	}
+
+	/*
+	 * A queue round: enqueue a job two times in three (now and then
+	 * cancelling it at once), claim one, hold it 2-6 steps of 30-180 ms (a heartbeat
+	 * after the second), one time in four oversleep its claim, then complete
+	 * it with its effect (nine times in ten: guard or fenced_update, at
+	 * random) or fail it for a retry now.
+	 * A worker paused past its claim's TTL goes on as a zombie: its
+	 * heartbeat says false, and it still tries to complete, which must be
+	 * refused with its effect.
+	 */
+	void
+	JobRound()
+	{
+		/* Fewer enqueues than claims (two in three rounds): no backlog
+		 * builds up, so an expired claim (due at its expiry, after the jobs
+		 * queued before it) is claimed again soon. */
+		if (Pick(3) > 0 && Running())
+		{
+			std::string id = Enqueue();
+			if (!id.empty() && Pick(15) == 0)
+				Call("cancel", "job", JobName(id), -1, "SELECT fence.cancel(" + id + ")");
+		}
+		std::string job;
+		int64_t     token = Running() ? Claim(job) : 0;
+		if (token <= 0)
+			return;
+		std::string t = std::to_string(token);
+		for (int i = 0, n = 2 + Pick(5); i < n && Running(); i++)
+		{
+			Sleep(30 + Pick(150));
+			if (i == 1)
+				Call("renew", "job", JobName(job), token,
+					 "SELECT fence.heartbeat(" + job + ", " + t + ", " + Ttl() + ")");
+		}
+		/* A handler slower than its claim, without a heartbeat (one time
+		 * in four): another worker rescues the job meanwhile, and this one's
+		 * completion, when it comes, must be refused with its effect. */
+		if (Pick(4) == 0)
+			SleepThrough(o_.ttl_ms * 2 + Pick(o_.ttl_ms));
+		if (Pick(10) == 0)
+			Call("fail", "job", JobName(job), token,
+				 "SELECT fence.fail(" + job + ", " + t + ", 'chaos', now())");
+		else
+			Complete(job, token, Pick(2) ? "guard" : "fu");
+	}
+
+	/*
+	 * An idempotency-key round on one of two keys of the current five
+	 * seconds (so that workers meet on a key, and a paused owner's key is
+	 * taken over): once_begin (one time in thirty with another
+	 * fingerprint); as the owner: the step 'started' if none, one time in
+	 * three a nap past the lease, the effect
+	 * with the step 'effect' in one transaction (unless a previous owner's
+	 * step says it is done), then once_finish, or one time in ten
+	 * once_release.  An owner whose effect was refused does not finish.
+	 */
+	void
+	OnceRound()
+	{
+		std::string key =
+			"k" + std::to_string(NowMicros() / 5000000 % 1000000) + "-" + std::to_string(Pick(2));
+		std::string name = "once/" + key;
+		Event       g = Base("grant", "once", name, -1);
+		g.invoke = NowMicros();
+		Reply r = lock_.Exec("SELECT status, token, step FROM fence.once_begin('" + key + "', " +
+							 Ttl() + ", '" + (Pick(30) ? "chaos" : "other") + "')");
+		if (!r.ok || r.null)
+			return;
+		g.complete = NowMicros();
+		if (r.value != "new")
+		{
+			g.type = "begin";
+			g.outcome = r.value;
+			g.op = r.value3;
+			WriteEvent(out_, g);
+			return;
+		}
+		g.token = std::stoll(r.value2);
+		g.op = r.value3;
+		WriteEvent(out_, g);
+		std::string t = std::to_string(g.token), step = g.op;
+		if (step.empty())
+			Call("step", "once", name, g.token,
+				 "SELECT fence.once_step('" + key + "', " + t + ", 'started')", "started");
+		Sleep(30 + Pick(150));
+		/* An owner slower than its lease (one time in three): another takes
+		 * the key over meanwhile, and this one's effect must be refused. */
+		if (Pick(3) == 0)
+			SleepThrough(o_.ttl_ms * 2 + Pick(o_.ttl_ms));
+		bool effect = step == "effect";
+		if (!effect && Running())
+		{
+			Event e = Base("effect", "once", name, g.token);
+			e.op = NextOp();
+			e.invoke = NowMicros();
+			e.outcome = lock_.Ensure() ? KeyEffect(lock_, key, g.token, e.op) : "error";
+			e.complete = NowMicros();
+			WriteEvent(out_, e);
+			effect = e.outcome == "applied";
+		}
+		if (!effect || !Running())
+			return;
+		Sleep(30 + Pick(150));
+		if (Pick(10) == 0)
+			Call("release", "once", name, g.token,
+				 "SELECT fence.once_release('" + key + "', " + t + ")");
+		else
+			Call("finish", "once", name, g.token,
+				 "SELECT fence.once_finish('" + key + "', " + t + ", '{\"by\": \"" + name_ +
+					 "\"}')");
+	}
+
 	Options                        o_;
 	FILE                          *out_;
 	Conn                           lock_, data_;
 	std::mt19937                   rng_;
-	std::string                    name_;
+	std::string                    name_, op_prefix_;
 	int64_t                        deadline_ = 0;
 	long                           ops_ = 0;
 	std::map<std::string, int64_t> terms_; /* per election name, our last term */
@@ -550,6 +818,10 @@ main(int argc, char **argv)
 			o.resources = std::atoi(v.c_str());
 		else if (k == "--ttl-ms")
 			o.ttl_ms = std::atoi(v.c_str());
+		else if (k == "--incarnation")
+			o.incarnation = std::atoi(v.c_str());
+		else if (k == "--drain")
+			o.drain = std::atof(v.c_str());
 		else if (k == "--burst")
 			o.burst = std::atoi(v.c_str());
 		else if (k == "--seed")
@@ -569,6 +841,11 @@ main(int argc, char **argv)
 	int rc = 0;
 	if (o.burst > 0)
 		rc = chaos::Burst(o.conninfo, o.burst, out);
+	else if (o.drain > 0)
+	{
+		o.seconds = o.drain;
+		chaos::Worker(o, out).Drain();
+	}
 	else
 		chaos::Worker(o, out).Run();
 	std::fclose(out);

@@ -3,8 +3,10 @@
 # test: two short runs of 4 workers against a two-node cluster of its own
 # (the suite's cluster is not touched), one with a synchronous standby, one
 # with an asynchronous standby that lags before each failover, every fault
-# of the nemesis injected (pauses past the TTL, terminated backends, an
-# immediate restart, a failover).  Passes when the checker proves every
+# of the nemesis injected (pauses past the TTL, terminated backends, a
+# worker killed with kill -9 and started again, an immediate restart, a
+# failover), the job queue's and the idempotency keys' workloads with the
+# locks' (and a drain of the queue at the end).  Passes when the checker proves every
 # property on both histories (test/chaos/checks.cpp) and neither server
 # log shows a crash (a failed assertion, an abort); the last run's
 # history and timeline stay in test/chaos/out.
@@ -31,7 +33,7 @@ fail=0
 for replication in sync async; do
 	echo "== $replication replication"
 	REPLICATION=$replication DURATION=${CHAOS_BOUNDED_SECONDS:-25} WORKERS=4 \
-		CHAOS_NEMESIS="failover kill restart kill" \
+		CHAOS_NEMESIS="failover kill crash restart kill" \
 		FENCE_SERVER_BIN=$SERVER_BIN CHAOS_OUT=$PWD/test/chaos/out-$replication \
 		bash test/chaos/chaos.sh
 	rc=$?

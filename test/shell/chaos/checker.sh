@@ -4,8 +4,11 @@
 # hand-written history of two workers (every kind granted, writes applied,
 # the final primary's audit, the holding backends' rows) on which every
 # property holds; each case below copies it, adds the lines that break one
-# property and expects exactly that property, and nothing else, to fail.  A checker that passed
-# any of these would pass a broken pg_fence.
+# property and expects exactly that property, and nothing else, to fail
+# (the job queue's and the idempotency keys' too: a job's effect twice, a
+# stale completion acknowledged, a job left queued, a key finished twice, a
+# superseded owner's effect).  A checker that passed any of these would
+# pass a broken pg_fence.
 #
 # Needs no server: it only builds and runs the checker.
 set -uo pipefail
@@ -134,6 +137,57 @@ EOF
 
 breaks "an acknowledged write missing on the final primary" "acknowledged writes durable" <<EOF
 w0.tsv write guarded l0 10 w0 $(t 180) $(t 190) -1 -1 applied w0-8
+EOF
+
+# The job queue: job/1 was claimed by w1 (token 110), rescued by w0 (120)
+# and completed with its effect; w1's late completion was refused.
+EFFECTS="every job's effect applied at most once"
+STALE="no stale completion accepted"
+
+breaks "a job's effect applied twice (the zombie's committed too)" "$EFFECTS|$STALE" <<EOF
+job_effects.tsv 3 $(t 1715) 1 guard 110 w1-4
+EOF
+
+breaks "a second effect of a job by its own completing claim" "$EFFECTS" <<EOF
+job_effects.tsv 3 $(t 1626) 1 fu 120 w0-9
+EOF
+
+breaks "an effect of a job that was not completed" "$EFFECTS" <<EOF
+job_effects.tsv 3 $(t 1845) 3 guard 150 w1-9
+EOF
+
+breaks "a superseded claim's completion acknowledged" "$STALE" <<EOF
+w1.tsv complete job job/1 110 w1 $(t 1722) $(t 1730) -1 -1 applied w1-9
+EOF
+
+breaks "a job completed, then claimed again" "$STALE" <<EOF
+w1.tsv grant job job/1 125 w1 $(t 1640) $(t 1650) -1 -1 - 3
+EOF
+
+breaks "a job lost: queued after the drain" "no job lost" <<EOF
+jobs.tsv 4 queued 0 -1 w1-9 8
+EOF
+
+breaks "a job lost: its row without its job" "no job lost" <<EOF
+jobs.tsv 4 missing -1 -1 w1-9 -1
+EOF
+
+breaks "an acknowledged enqueue missing on the final primary" "acknowledged enqueues durable" <<EOF
+w0.tsv enqueue job job/9 -1 w0 $(t 1850) $(t 1860) -1 -1 applied w0-9
+EOF
+
+# Idempotency key k1: w0 owned it (150), w1 took it over (160), wrote the
+# effect and finished; w0's late effect was refused.
+breaks "a key finished by two owners" "no key finished twice" <<EOF
+w0.tsv finish once once/k1 150 w0 $(t 2080) $(t 2090) -1 -1 ok -
+EOF
+
+breaks "a key owned again after it was finished" "no key finished twice" <<EOF
+w0.tsv grant once once/k1 170 w0 $(t 2200) $(t 2210) -1 -1 - effect
+EOF
+
+breaks "a superseded owner's key effect committed" "no key effect by a superseded owner" <<EOF
+once_effects.tsv 2 $(t 2045) k1 150 w0-7
 EOF
 
 rm -rf "$TMP/case"
