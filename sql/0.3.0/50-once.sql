@@ -1,5 +1,5 @@
 -- Idempotency keys (docs/once.md): fence.once_entries and once_begin /
--- once_step / once_finish / once_release / once_purge, the view
+-- once_step / once_renew / once_finish / once_release / once_purge, the view
 -- fence.once_keys.  src/server/once/once.cpp has the design.
 
 -- One row per idempotency key, from its first fence.once_begin until
@@ -29,7 +29,7 @@ REVOKE ALL ON TABLE fence.once_entries FROM PUBLIC;
 GRANT SELECT ON TABLE fence.once_entries TO fence_admin;
 SELECT pg_catalog.pg_extension_config_dump('fence.once_entries', '');
 COMMENT ON TABLE fence.once_entries IS
-'pg_fence idempotency keys (key, state: in_progress, released or done, fencing token of the current or last owner, owner role OID, fingerprint, step, response, created_at, expires_at: end of the owner''s lease, finished_at); changed only by fence.once_begin, fence.once_step, fence.once_finish, fence.once_release and fence.once_purge; read it through the view fence.once_keys';
+'pg_fence idempotency keys (key, state: in_progress, released or done, fencing token of the current or last owner, owner role OID, fingerprint, step, response, created_at, expires_at: end of the owner''s lease, finished_at); changed only by fence.once_begin, fence.once_step, fence.once_renew, fence.once_finish, fence.once_release and fence.once_purge; read it through the view fence.once_keys';
 
 --
 -- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT (a NULL argument is an
@@ -52,6 +52,14 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.once_step(text, bigint, text) IS
 'Records step (a recovery point, at most 1024 bytes) for the idempotency key "key" and returns true, iff token still owns the key (its once_begin returned ''new'' with it, nobody took it over, and it is neither finished nor released); otherwise returns false and changes nothing (a superseded token is logged as a stale write). A later owner taking the key over is told the step. Raises 22023 for a NULL, empty or over-long key or step, a NULL token, 42501 for another role''s key, 25006 during recovery or in a read-only transaction.';
+
+CREATE FUNCTION fence.once_renew(key text, token bigint, ttl interval)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'fence_once_renew'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
+
+COMMENT ON FUNCTION fence.once_renew(text, bigint, interval) IS
+'Extends the lease of the owner of the idempotency key "key" to expire ttl from now (server clock) and returns true, iff token still owns the key (it is neither finished, released nor taken over) and its lease has not expired, like fence.lease_renew; otherwise returns false and changes nothing (a superseded token is logged and counted as a stale write; an expired owner''s renewal is counted as a lease expiration: treat false as the key lost). Renew every ttl/3 while the work runs. Raises 22023 for a NULL, empty or over-long key, a NULL token, a ttl that is NULL, not positive, not finite or longer than fence.max_lease_ttl, 42501 for another role''s key, 25006 during recovery or in a read-only transaction.';
 
 CREATE FUNCTION fence.once_finish(key text, token bigint, response jsonb DEFAULT NULL)
 RETURNS boolean

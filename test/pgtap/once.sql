@@ -1,11 +1,11 @@
 -- test/pgtap/once.sql - idempotency keys (issue 26, docs/once.md):
--- fence.once_begin / once_step / once_finish / once_release, every status
--- and every error, the view fence.once_keys and the owner check.  Purge
+-- fence.once_begin / once_step / once_renew / once_finish / once_release,
+-- every status and every error, the view fence.once_keys and the owner check.  Purge
 -- and retention: once_purge.sql; the zombie owner: once_zombie.sql.  Run
 -- by pg_prove as a superuser; everything is rolled back.  Leases expire on
 -- the server clock, so keys expire during pg_sleep inside the transaction.
 BEGIN;
-SELECT plan(144);
+SELECT plan(203);
 
 -- Shape: exact signatures, returns, C, VOLATILE, CALLED ON NULL INPUT,
 -- SECURITY INVOKER, PARALLEL UNSAFE, PUBLIC may call.  8 tests each.
@@ -13,6 +13,7 @@ CREATE TEMP TABLE once_fn (fn name, args name[], rettype text) ON COMMIT DROP;
 INSERT INTO once_fn VALUES
 	('once_begin',   '{text,interval,text}', 'setof record'),
 	('once_step',    '{text,bigint,text}',   'boolean'),
+	('once_renew',   '{text,bigint,interval}', 'boolean'),
 	('once_finish',  '{text,bigint,jsonb}',  'boolean'),
 	('once_release', '{text,bigint}',        'boolean');
 SELECT has_function('fence', fn, args, format('fence.%s(%s) exists', fn, array_to_string(args, ', ')))
@@ -47,6 +48,11 @@ SELECT is(pg_catalog.pg_get_function_arguments('fence.once_step(text, bigint, te
 	'key text, token bigint, step text', 'once_step: argument names');
 SELECT is(pg_catalog.pg_get_function_arguments('fence.once_release(text, bigint)'::regprocedure),
 	'key text, token bigint', 'once_release: argument names');
+SELECT is(pg_catalog.pg_get_function_arguments('fence.once_renew(text, bigint, interval)'::regprocedure),
+	'key text, token bigint, ttl interval', 'once_renew: argument names, as fence.lease_renew''s');
+SELECT ok(pg_catalog.obj_description(format('fence.%s(%s)', fn, array_to_string(args, ','))::regprocedure,
+	'pg_proc') IS NOT NULL, format('fence.%s has a COMMENT', fn))
+  FROM once_fn ORDER BY fn;
 
 -- The table: closed to PUBLIC, dumped; the view: open, with its columns.
 SELECT has_table('fence', 'once_entries', 'table fence.once_entries exists');
@@ -208,6 +214,83 @@ SELECT is((SELECT step FROM r2), 'half', 'and the step the released owner reache
 SELECT ok(NOT fence.once_finish('tap/once/rel', :t3, '{}'), 'the released owner cannot finish any more');
 SELECT ok(fence.once_finish('tap/once/rel', (SELECT token FROM r2), '{}'), 'the new owner finishes');
 
+-- once_renew: the owner's lease extended to now + ttl, like lease_renew.
+SELECT renewals AS renewals0, lease_expirations AS expirations0 FROM fence.stats() \gset
+SELECT token AS tr FROM fence.once_begin('tap/once/renew', '1 min') \gset
+SELECT expires_at AS er0 FROM fence.once_keys WHERE key = 'tap/once/renew' \gset
+SELECT ok(fence.once_renew('tap/once/renew', :tr, '10 min'), 'once_renew by the owner: true');
+SELECT ok((SELECT expires_at > :'er0'::timestamptz + interval '8 min'
+                  AND expires_at <= clock_timestamp() + interval '10 min'
+             FROM fence.once_keys WHERE key = 'tap/once/renew'),
+	'once_renew moved expires_at to now + ttl (server clock)');
+SELECT is((SELECT renewals FROM fence.stats()), (:renewals0 + 1)::bigint,
+	'the renewal is counted in fence.stats() renewals');
+SELECT ok(fence.once_renew('tap/once/renew', :tr, '1 s'), 'a renewal may shorten the lease');
+SELECT ok((SELECT expires_at <= clock_timestamp() + interval '1 s' FROM fence.once_keys
+            WHERE key = 'tap/once/renew'), 'expires_at is now + ttl, not the later of the two');
+SELECT ok(fence.once_renew('tap/once/renew', :tr, '1 min'), 'renewed again');
+SELECT expires_at AS er1 FROM fence.once_keys WHERE key = 'tap/once/renew' \gset
+SELECT ok(NOT fence.once_renew('tap/once/renew', :tr - 1, '1 min'), 'once_renew with a wrong token: false');
+SELECT ok(NOT fence.once_renew('tap/once/renew', :tr + 1000, '1 min'), 'once_renew with a larger unknown token: false');
+SELECT ok(NOT fence.once_renew('tap/once/nokey', :tr, '1 min'), 'once_renew of an unknown key: false');
+SELECT throws_ok($$SELECT fence.once_renew(NULL, 1, '1 min')$$, '22023', 'argument "key" must not be null',
+	'once_renew: a NULL key raises 22023');
+SELECT throws_ok($$SELECT fence.once_renew('', 1, '1 min')$$, '22023', 'argument "key" must not be empty',
+	'once_renew: an empty key raises 22023');
+SELECT throws_ok($$SELECT fence.once_renew(repeat('k', 1025), 1, '1 min')$$, '22023', 'argument "key" is too long',
+	'once_renew: an over-long key raises 22023');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, NULL, %L)', 'tap/once/renew', '1 min'), '22023',
+	'argument "token" must not be null', 'once_renew: a NULL token raises 22023');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, %s, NULL)', 'tap/once/renew', :tr), '22023',
+	'argument "ttl" must not be null', 'once_renew: a NULL ttl raises 22023');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, '0'), '22023',
+	'argument "ttl" must be greater than zero', 'once_renew: ttl 0 raises 22023');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, '-1 s'), '22023',
+	'argument "ttl" must be greater than zero', 'once_renew: a negative ttl raises 22023');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, '2 days'), '22023',
+	'argument "ttl" exceeds fence.max_lease_ttl', 'once_renew: a ttl above fence.max_lease_ttl raises 22023');
+-- an infinite interval exists from PostgreSQL 17 on (22023); before, its input fails (22007)
+SELECT CASE WHEN current_setting('server_version_num')::int >= 170000
+	THEN throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, 'infinity'), '22023',
+		'argument "ttl" must be finite', 'once_renew: an infinite ttl raises 22023')
+	ELSE throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, 'infinity'), '22007',
+		NULL, 'once_renew: an infinite ttl is refused (22007 before PostgreSQL 17: no infinite interval)')
+	END;
+SELECT throws_ok(format('SET TRANSACTION READ ONLY; SELECT fence.once_renew(%L, %s, %L)', 'tap/once/renew', :tr, '1 min'),
+	'25006', 'cannot renew an idempotency key in a read-only transaction', 'once_renew read-only: 25006');
+SELECT is((SELECT expires_at FROM fence.once_keys WHERE key = 'tap/once/renew'), :'er1'::timestamptz,
+	'refused and failed renewals changed nothing');
+SELECT is((SELECT renewals FROM fence.stats()), (:renewals0 + 3)::bigint,
+	'only the successful renewals are counted');
+-- after the finish or the release, nothing to renew
+SELECT ok(fence.once_finish('tap/once/renew', :tr, '{"r": 1}'), 'the owner finishes');
+SELECT ok(NOT fence.once_renew('tap/once/renew', :tr, '1 min'), 'once_renew after the finish: false');
+SELECT is((SELECT state FROM fence.once_keys WHERE key = 'tap/once/renew'), 'done', 'the key stays done');
+SELECT token AS trr FROM fence.once_begin('tap/once/renew-rel', '1 min') \gset
+SELECT ok(fence.once_release('tap/once/renew-rel', :trr), 'an owner releases its key');
+SELECT ok(NOT fence.once_renew('tap/once/renew-rel', :trr, '1 min'), 'once_renew after the release: false');
+SELECT is((SELECT state FROM fence.once_keys WHERE key = 'tap/once/renew-rel'), 'released', 'the key stays released');
+-- an expired owner cannot renew (lease_renew's rule), even before a takeover
+SELECT token AS tx FROM fence.once_begin('tap/once/renew-exp', '100 ms') \gset
+SELECT pg_sleep(0.2);
+SELECT ok(NOT fence.once_renew('tap/once/renew-exp', :tx, '1 min'),
+	'once_renew after the lease expired: false, even though nobody took the key over');
+SELECT is((SELECT state FROM fence.once_keys WHERE key = 'tap/once/renew-exp'), 'expired',
+	'the refused renewal left the key expired');
+SELECT is((SELECT lease_expirations FROM fence.stats()), (:expirations0 + 1)::bigint,
+	'the late renewal is counted in fence.stats() lease_expirations');
+-- a superseded owner's renewal: false, a stale write, the new owner's lease untouched
+CREATE TEMP TABLE r4 ON COMMIT DROP AS SELECT * FROM fence.once_begin('tap/once/renew-exp', '1 min');
+SELECT is((SELECT status FROM r4), 'new', 'the expired key is taken over');
+SELECT expires_at AS ex1 FROM fence.once_keys WHERE key = 'tap/once/renew-exp' \gset
+SELECT stale_writes_rejected AS stale0 FROM fence.stats() \gset
+SELECT ok(NOT fence.once_renew('tap/once/renew-exp', :tx, '10 min'), 'the superseded owner''s renewal: false');
+SELECT is((SELECT stale_writes_rejected FROM fence.stats()), (:stale0 + 1)::bigint,
+	'the superseded owner''s renewal is counted as a stale write (with its LOG line)');
+SELECT is((SELECT expires_at FROM fence.once_keys WHERE key = 'tap/once/renew-exp'), :'ex1'::timestamptz,
+	'and the new owner''s lease is unchanged');
+SELECT ok(fence.once_renew('tap/once/renew-exp', (SELECT token FROM r4), '1 min'), 'the new owner renews');
+
 -- Takeover of an expired owner: 'new', larger token, the step; counted.
 SELECT lease_takeovers AS takeovers0 FROM fence.stats() \gset
 SELECT token AS t4 FROM fence.once_begin('tap/once/exp', '100 ms') \gset
@@ -252,6 +335,10 @@ SELECT throws_ok(format('SELECT fence.once_finish(%L, %s, %L)', 'tap/once/acct',
 	'another role''s once_finish, even with the token: 42501');
 SELECT throws_ok(format('SELECT fence.once_release(%L, %s)', 'tap/once/acct', :ta), '42501', NULL,
 	'another role''s once_release, even with the token: 42501');
+SELECT throws_ok(format('SELECT fence.once_renew(%L, %s, %L)', 'tap/once/acct', :ta, '1 min'), '42501',
+	'permission denied for idempotency key "tap/once/acct"', 'another role''s once_renew, even with the token: 42501');
+SELECT throws_ok($$SELECT fence.once_renew('tap/once/acct', 1, '1 min')$$, '42501', NULL,
+	'another role''s once_renew with a wrong token: 42501');
 SELECT throws_ok($$SELECT fence.once_finish('tap/once/acct', 1)$$, '42501', NULL,
 	'another role''s once_finish with a wrong token: 42501');
 SELECT is((SELECT count(*) FROM fence.once_keys WHERE key = 'tap/once/acct'), 0::bigint,
@@ -267,6 +354,7 @@ SELECT results_eq($$SELECT status, step FROM fence.once_begin('tap/once/acct', '
 	$$VALUES ('in_progress'::text, 's1'::text)$$, 'a member of the owner role may use the key');
 SELECT is((SELECT owner FROM fence.once_keys WHERE key = 'tap/once/acct'), 'tap_once_a'::name,
 	'a member sees the key in fence.once_keys, with its owner role');
+SELECT ok(fence.once_renew('tap/once/acct', :ta, '1 min'), 'a member may renew it with the token');
 SELECT ok(fence.once_finish('tap/once/acct', :ta, '{"ok": true}'), 'a member may finish it with the token');
 RESET ROLE;
 -- a key whose owner role was dropped: only fence_admin and superusers
@@ -281,6 +369,34 @@ SELECT throws_ok($$SELECT * FROM fence.once_begin('tap/once/gone', '1 min')$$, '
 RESET ROLE;
 SELECT is((SELECT status FROM fence.once_begin('tap/once/gone', '1 min')), 'in_progress',
 	'a superuser still sees it');
+-- The view is a security barrier: a cheap leaky function in another
+-- role's WHERE runs only on the rows the view lets it see.  Without the
+-- barrier the planner would run it first (the control, on a plain copy of
+-- the view, shows that it then sees every key's response).
+SELECT is((SELECT reloptions FROM pg_catalog.pg_class WHERE oid = 'fence.once_keys'::regclass),
+	ARRAY['security_barrier=true'], 'fence.once_keys is WITH (security_barrier)');
+CREATE VIEW pg_temp.once_keys_plain AS
+	SELECT e.key, e.response FROM fence.once_entries e
+	 WHERE pg_catalog.pg_has_role(e.owner, 'USAGE') OR pg_catalog.pg_has_role('fence_admin', 'USAGE');
+GRANT SELECT ON pg_temp.once_keys_plain TO tap_once_b;
+SET LOCAL ROLE tap_once_b;
+SELECT token AS tb FROM fence.once_begin('tap/once/b-own', '1 min') \gset
+SELECT ok(fence.once_finish('tap/once/b-own', :tb, '{"b": 1}'), 'role b finishes a key of its own');
+CREATE TEMP TABLE seen (response jsonb) ON COMMIT DROP;
+CREATE FUNCTION pg_temp.leak(jsonb) RETURNS boolean LANGUAGE plpgsql COST 0.000001
+	AS $$BEGIN INSERT INTO pg_temp.seen VALUES ($1); RETURN true; END$$;
+SELECT is((SELECT count(*) FROM fence.once_keys WHERE pg_temp.leak(response)), 1::bigint,
+	'role b''s query with a leaky function sees its one key');
+SELECT is((SELECT count(*) FROM pg_temp.seen WHERE response IS DISTINCT FROM '{"b": 1}'), 0::bigint,
+	'the leaky function saw no response of another role''s key');
+SELECT is((SELECT count(*) FROM pg_temp.seen WHERE response = '{"b": 1}'), 1::bigint,
+	'it ran, on role b''s own key only');
+TRUNCATE pg_temp.seen;
+SELECT is((SELECT count(*) FROM pg_temp.once_keys_plain WHERE pg_temp.leak(response)), 1::bigint,
+	'control: the plain copy of the view also returns only role b''s key');
+SELECT ok((SELECT count(*) FROM pg_temp.seen WHERE response = '{"ok": true}') > 0,
+	'control: but without the barrier the leaky function saw role a''s response');
+RESET ROLE;
 GRANT fence_admin TO tap_once_b;
 SET LOCAL ROLE tap_once_b;
 SELECT results_eq($$SELECT status, response FROM fence.once_begin('tap/once/acct', '1 min')$$,

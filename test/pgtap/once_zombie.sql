@@ -3,13 +3,13 @@
 -- key expired is taken over, yet in a hand-written key table the original
 -- can still advance the recovery point, record its effect and, on its
 -- error path, clear the newer request's lock.  Here the old owner, woken
--- after the takeover, is refused everything: once_step, once_finish and
--- once_release return false, and its write with its token is refused by
+-- after the takeover, is refused everything: once_step, once_renew,
+-- once_finish and once_release return false, and its write with its token is refused by
 -- fence.fenced_update (false) and by the guard (FN001) once the new owner
 -- wrote.  Run by pg_prove as a superuser; everything is rolled back.  One
 -- session plays both owners: the key's lease ends on the server clock.
 BEGIN;
-SELECT plan(22);
+SELECT plan(24);
 
 -- The effect's record: the day's digest, guarded, and a plain table
 -- written with fenced_update.
@@ -42,7 +42,12 @@ RESET fence.token;
 SELECT ok(fence.fenced_update('public.tap_outbox', '{"id": 1}', :tb, '{"state": "sent by B"}'),
 	'B''s fenced_update with its token is applied');
 
--- A wakes up and carries on as if it still owned the key.
+-- A wakes up and carries on as if it still owned the key: its renewer
+-- (fence::Once renews every ttl/3) is told the key is lost.
+SELECT ok(NOT fence.once_renew('digest:2026-12-02', :ta, '1 min'),
+	'A''s once_renew is refused: false (A learns it lost the key)');
+SELECT ok((SELECT expires_at > clock_timestamp() + interval '50 s' FROM fence.once_keys
+            WHERE key = 'digest:2026-12-02'), 'the lease is still B''s (not shortened or moved by A)');
 SELECT ok(NOT fence.once_step('digest:2026-12-02', :ta, 'sent'),
 	'A''s once_step is refused: false (the recovery point is not moved back)');
 SELECT is((SELECT step FROM fence.once_keys WHERE key = 'digest:2026-12-02'), 'sending',

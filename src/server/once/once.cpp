@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * once.cpp
- *	  Idempotency keys: fence.once_begin, fence.once_step, fence.once_finish,
- *	  fence.once_release (docs/once.md).
+ *	  Idempotency keys: fence.once_begin, fence.once_step, fence.once_renew,
+ *	  fence.once_finish, fence.once_release (docs/once.md).
  *
  * A key is one row of fence.once_entries (key, state, token, owner,
  * fingerprint, step, response, created_at, expires_at, finished_at);
@@ -19,8 +19,8 @@
  *	  it, that one is beginning, stepping or finishing the key right now, or
  *	  changed its row and has not committed; once_begin then answers from
  *	  the committed row ('done' and 'mismatch' are final; otherwise
- *	  'in_progress') and never waits.  once_step / once_finish /
- *	  once_release are the owner's and wait for the lock.  So two
+ *	  'in_progress') and never waits.  once_step / once_renew /
+ *	  once_finish / once_release are the owner's and wait for the lock.  So two
  *	  once_begin of one key never both get 'new', and a takeover racing a
  *	  finish is decided by who takes the lock first: the other sees the
  *	  committed result (the finish then finds another token: false; the
@@ -33,18 +33,24 @@
  *	  Only when the key exists does it read the row (and take an expired or
  *	  released key over with the token it drew, UPDATE).  A call that does
  *	  not become the owner so leaves one token number unused, which nothing
- *	  relies on (tokens only grow).  once_step / once_finish / once_release
- *	  are one UPDATE each, and a second read only when refused.
+ *	  relies on (tokens only grow).  once_step / once_renew / once_finish /
+ *	  once_release are one UPDATE each, and a second read only when
+ *	  refused.
  *
  * 3. Fencing.  Every owner's token comes from IssueToken, drawn under the
  *	  key's lock after the previous owner's transaction committed, so the
  *	  owner after a takeover holds a larger token than every earlier owner:
  *	  fence.fenced_update and the guard refuse the superseded owner's writes
- *	  once the new owner wrote (FN001), and its once_step / once_finish /
- *	  once_release, which match the token, return false (a stale-write LOG
- *	  line and count, as for a stale fenced write).  An owner whose lease
- *	  expired but that nobody took over yet still owns the key: its step,
- *	  finish or release succeed, as its token is still the largest.
+ *	  once the new owner wrote (FN001), and its once_step / once_renew /
+ *	  once_finish / once_release, which match the token, return false (a
+ *	  stale-write LOG line and count, as for a stale fenced write).  An
+ *	  owner whose lease expired but that nobody took over yet still owns
+ *	  the key: its step, finish or release succeed, as its token is still
+ *	  the largest.  But it cannot renew: once_renew, like lease_renew,
+ *	  extends only a live lease (a renewal that comes too late is counted
+ *	  as a lease expiration), so the instant a takeover may happen never
+ *	  moves back once it has passed, and a client whose renewal fails
+ *	  treats the key as lost.
  *
  * 4. Rights.  Rows record the role that created the key (owner).  A
  *	  caller without the privileges of that role (or of fence_admin, or
@@ -303,12 +309,16 @@ OnceBeginKey(FunctionCallInfo fcinfo)
 }
 
 /*
- * After a refused once_step / once_finish / once_release: 42501 if the key
- * belongs to a role the caller may not act for; a stale-write LOG line and
- * count if the token was superseded by a later owner's.
+ * After a refused once_step / once_renew / once_finish / once_release:
+ * 42501 if the key belongs to a role the caller may not act for; a
+ * stale-write LOG line and count if the token was superseded by a later
+ * owner's; for a renewal (renew_now set), a lease expiration counted if
+ * token still owns the key but its lease ended (its owner came back too
+ * late, as lease_renew counts it).
  */
 void
-ExplainRefusal(OnceCall *call, NameArg key, Datum key_datum, int64 token, const char *what)
+ExplainRefusal(OnceCall *call, NameArg key, Datum key_datum, int64 token, const char *what,
+			   const TimestampTz *renew_now)
 {
 	OnceRow row = ReadRow(key_datum);
 
@@ -321,18 +331,23 @@ ExplainRefusal(OnceCall *call, NameArg key, Datum key_datum, int64 token, const 
 
 		ReportStaleWrite(what, resource, token, row.token);
 	}
+	else if (renew_now != nullptr && row.token == token && !row.done && !row.released &&
+			 row.expires_at <= *renew_now)
+		StatsCount(StatKind::kLeaseExpirations);
 }
 
 /*
- * once_step (kOnceStep), once_finish (kOnceFinish), once_release
- * (kOnceRelease): one UPDATE matching the key, the token and state
- * 'in_progress'.  third: the step or response Datum (unused by release).
+ * once_step (kOnceStep), once_renew (kOnceRenew), once_finish
+ * (kOnceFinish), once_release (kOnceRelease): one UPDATE matching the key,
+ * the token and state 'in_progress' (and, to renew, an unexpired lease).
+ * third: the step, ttl or response (unused by release).
  */
 Datum
 OwnerCall(FunctionCallInfo fcinfo, OnceStmt stmt, const char *what)
 {
 	NameArg key = GetNameArg(fcinfo, 0, "key");
 	int64   token = GetInt64Arg(fcinfo, 1, "token");
+	int64   ttl = 0;
 	Datum   values[4];
 	char    nulls[4] = {' ', ' ', ' ', ' '};
 
@@ -343,12 +358,18 @@ OwnerCall(FunctionCallInfo fcinfo, OnceStmt stmt, const char *what)
 		(void) GetNameArg(fcinfo, 2, "step"); /* non-NULL, non-empty, at most 1024 bytes */
 		values[2] = PG_GETARG_DATUM(2);
 	}
+	else if (stmt == kOnceRenew)
+	{
+		ttl = GetDurationArg(fcinfo, 2, "ttl", false);
+		(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* 22023 above fence.max_lease_ttl */
+	}
 	else if (stmt == kOnceFinish)
 	{
 		values[2] = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_DATUM(2) : (Datum) 0;
 		nulls[2] = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? ' ' : 'n';
 	}
 	CheckOnceWritable(stmt == kOnceStep     ? "record a step of an idempotency key"
+					  : stmt == kOnceRenew  ? "renew an idempotency key"
 					  : stmt == kOnceFinish ? "finish an idempotency key"
 											: "release an idempotency key");
 
@@ -363,6 +384,11 @@ OwnerCall(FunctionCallInfo fcinfo, OnceStmt stmt, const char *what)
 		values[3] = TimestampTzGetDatum(now);
 	else if (stmt == kOnceRelease)
 		values[2] = TimestampTzGetDatum(now);
+	else if (stmt == kOnceRenew)
+	{
+		values[2] = TimestampTzGetDatum(now);
+		values[3] = TimestampTzGetDatum(LeaseExpiresAt(now, ttl));
+	}
 
 	bool done = OnceExec(stmt, values, nulls, SPI_OK_UPDATE_RETURNING) > 0;
 
@@ -373,9 +399,11 @@ OwnerCall(FunctionCallInfo fcinfo, OnceStmt stmt, const char *what)
 			 SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		CheckOnceOwner(call.caller, owner, key, what); /* 42501 undoes the update */
+		if (stmt == kOnceRenew)
+			StatsCount(StatKind::kRenewals);
 	}
 	else
-		ExplainRefusal(&call, key, values[0], token, what);
+		ExplainRefusal(&call, key, values[0], token, what, stmt == kOnceRenew ? &now : nullptr);
 	OnceEnd(&call, done);
 	PG_RETURN_BOOL(done);
 }
@@ -412,6 +440,20 @@ FENCE_SQL_FUNCTION(fence_once_step)
 {
 	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
 		return fence::OwnerCall(fc, fence::kOnceStep, "once_step");
+	});
+}
+
+/*
+ * fence.once_renew(key text, token bigint, ttl interval) RETURNS boolean
+ *	 Extends the owner's lease to ttl from now iff token owns the key
+ *	 (state 'in_progress') and the lease has not expired, like
+ *	 lease_renew; false otherwise.  Locks: as once_step.  Errors: 22023
+ *	 (also a bad ttl), 42501, 25006.
+ */
+FENCE_SQL_FUNCTION(fence_once_renew)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) {
+		return fence::OwnerCall(fc, fence::kOnceRenew, "once_renew");
 	});
 }
 

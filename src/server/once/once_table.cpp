@@ -89,6 +89,13 @@ const StmtDef kStmts[kNumOnceStmts] = {
 	 "AND state OPERATOR(pg_catalog.=) 'in_progress' RETURNING owner",
 	 3,
 	 {TEXTOID, INT8OID, TIMESTAMPTZOID}},
+	/* kOnceRenew: only an unexpired owner, like fence.lease_renew */
+	{"UPDATE fence.once_entries SET expires_at = $4 "
+	 "WHERE key OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+	 "AND state OPERATOR(pg_catalog.=) 'in_progress' AND expires_at OPERATOR(pg_catalog.>) $3 "
+	 "RETURNING owner",
+	 4,
+	 {TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}},
 	/* kOncePurge: done keys by finished_at, the others (given up) by expires_at */
 	{"DELETE FROM fence.once_entries WHERE CASE WHEN state OPERATOR(pg_catalog.=) 'done' "
 	 "THEN finished_at OPERATOR(pg_catalog.<=) $1 ELSE expires_at OPERATOR(pg_catalog.<=) $1 END",

@@ -3,7 +3,7 @@
  * once_table.hpp
  *	  The statements on fence.once_entries and the frame of every
  *	  idempotency-key call (src/server/once/once_table.cpp), shared by
- *	  once_begin / once_step / once_finish / once_release
+ *	  once_begin / once_step / once_finish / once_release / once_renew
  *	  (src/server/once/once.cpp) and once_purge (src/server/once/once_purge.cpp).
  *	  Internal to the extension; the design is at the top of
  *	  src/server/once/once.cpp, the reference in docs/once.md.
@@ -37,6 +37,7 @@ enum OnceStmt
 	kOnceStep,     /* ($1 key, $2 token, $3 step): RETURNING owner */
 	kOnceFinish,   /* ($1 key, $2 token, $3 response, $4 now): RETURNING owner */
 	kOnceRelease,  /* ($1 key, $2 token, $3 now): RETURNING owner */
+	kOnceRenew,    /* ($1 key, $2 token, $3 now, $4 expires_at): RETURNING owner */
 	kOncePurge,    /* ($1 cutoff): deletes the keys finished (or given up) before it */
 	kNumOnceStmts
 };

@@ -67,7 +67,8 @@ if [ "$has_elections" = t ]; then
 fi
 if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.once_begin') IS NOT NULL")" = t ]; then
 	calls+=("fence.once_begin('standby/x', interval '1 minute')" "fence.once_step('standby/x', 1, 's')"
-		"fence.once_finish('standby/x', 1)" "fence.once_release('standby/x', 1)" "fence.once_purge()")
+		"fence.once_renew('standby/x', 1, interval '1 minute')" "fence.once_finish('standby/x', 1)"
+		"fence.once_release('standby/x', 1)" "fence.once_purge()")
 fi
 for call in "${calls[@]}"; do
 	out=$(psql -X -q -At -p "$SPORT" -d "$DB" -v VERBOSITY=sqlstate -c "SELECT $call" 2>&1 || true)
