@@ -57,8 +57,10 @@ COMMENT ON TABLE fence.queue_jobs IS
 -- then due_at (run_at; a rescued claim's expiry), then id.
 CREATE INDEX queue_jobs_claim ON fence.queue_jobs (queue, priority DESC, due_at, id)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running']::pg_catalog.text[]);
--- unique_key: one unfinished job per (queue, unique_key), race-safe.
-CREATE UNIQUE INDEX queue_jobs_unique ON fence.queue_jobs (queue, unique_key)
+-- unique_key: one unfinished job per (queue, owner, unique_key), race-safe:
+-- keys are scoped per enqueuing role, so that a key never tells one role
+-- whether another role's job exists.
+CREATE UNIQUE INDEX queue_jobs_unique ON fence.queue_jobs (queue, owner, unique_key)
 	WHERE unique_key IS NOT NULL
 	  AND state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running']::pg_catalog.text[]);
 -- The running jobs' claimants, for the rescue of claims whose session ended.
@@ -82,7 +84,7 @@ AS 'MODULE_PATHNAME', 'fence_enqueue'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.enqueue(text, jsonb, timestamptz, integer, integer, text) IS
-'Adds a job to queue with payload, owned by the calling role, and returns its id. Transactional: workers see it when the caller commits (a rolled-back enqueue never runs), and a waiting fence.claim of the queue is woken at that commit. The job is runnable from run_at (default now; NULL means now); higher priority runs first (default 0; then run_at, then id); it is tried at most max_attempts times (default 25). With unique_key, while a job of the same queue and unique_key is queued or running, returns that job''s id instead of adding one. Raises 22023 for a NULL, empty or over-long (> 1024 bytes) queue or unique_key, a NULL payload, priority or max_attempts, a max_attempts below 1, 25006 during recovery or in a read-only transaction.';
+'Adds a job to queue with payload, owned by the calling role, and returns its id. Transactional: workers see it when the caller commits (a rolled-back enqueue never runs), and a waiting fence.claim of the queue is woken at that commit. The job is runnable from run_at (default now; NULL means now); higher priority runs first (default 0; then run_at, then id); it is tried at most max_attempts times (default 25). With unique_key, while a job of the same queue and unique_key enqueued by the same role is queued or running, returns that job''s id instead of adding one (keys are per queue and enqueuing role: other roles'' jobs never match). Raises 22023 for a NULL, empty or over-long (> 1024 bytes) queue or unique_key, a NULL payload, priority or max_attempts, a max_attempts below 1, 25006 during recovery or in a read-only transaction.';
 
 CREATE FUNCTION fence.claim(queue text, ttl interval, max_jobs integer DEFAULT 1,
                             wait interval DEFAULT NULL, holder text DEFAULT NULL)
@@ -107,7 +109,7 @@ AS 'MODULE_PATHNAME', 'fence_complete'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.complete(bigint, bigint, jsonb) IS
-'Finishes job job_id as completed, storing result, and returns true iff it is running under token (an expired claim not yet claimed again still counts: nobody else ran it). Returns false when the job was already completed under that same token (a repeated call). Otherwise (the claim was rescued and the job claimed again, cancelled, failed, or token was never its claim''s) raises FN001, counted in fence.stats() stale_writes_rejected and logged ("pg_fence: stale completion rejected: ..."), so that the job''s effects written in the same transaction roll back with it. Raises P0002 when no job job_id exists that the caller may act on, 22023 for a NULL job_id or token, 25006 during recovery or in a read-only transaction.';
+'Finishes job job_id as completed, storing result, and returns true iff it is running under token (an expired claim not yet claimed again still counts: nobody else ran it); it never returns false. Whenever it does not finish the job it raises FN001, with a message that says why: the job was already completed by this token (a repeated call, e.g. a client retrying after losing its COMMIT''s acknowledgement: the first completion committed), already failed by it, cancelled, or token is not its current claim''s (the claim was rescued and the job claimed again, or token was never its claim''s); counted in fence.stats() stale_writes_rejected and logged ("pg_fence: stale completion rejected: ..."), so that the job''s effects written in the same transaction roll back with it and are never applied twice. Raises P0002 when no job job_id exists that the caller may act on, 22023 for a NULL job_id or token, 25006 during recovery or in a read-only transaction.';
 
 CREATE FUNCTION fence.fail(job_id bigint, token bigint, error text, retry_at timestamptz DEFAULT NULL)
 RETURNS boolean
@@ -131,7 +133,7 @@ AS 'MODULE_PATHNAME', 'fence_retry'
 LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.retry(bigint) IS
-'Operator action: makes job job_id runnable now and returns true iff it was failed, cancelled or queued (a scheduled job runs now); its attempts so far are kept, and one more attempt is allowed when they are used up. Returns false for a running or completed job. Wakes a waiting fence.claim of its queue at commit. Raises P0002 when no job job_id exists that the caller may act on, 23505 when another unfinished job of the queue has the same unique_key, 22023 for a NULL job_id, 25006 during recovery or in a read-only transaction.';
+'Operator action: makes job job_id runnable now and returns true iff it was failed, cancelled or queued (a scheduled job runs now); its attempts so far are kept, and one more attempt is allowed when they are used up. Returns false for a running or completed job. Wakes a waiting fence.claim of its queue at commit. Raises P0002 when no job job_id exists that the caller may act on, 23505 (its own message, naming the other job) when another unfinished job of the queue and owner role has the same unique_key, 22023 for a NULL job_id, 25006 during recovery or in a read-only transaction.';
 
 -- Maintenance, for operators and pg_cron: finished jobs stay until purged.
 CREATE FUNCTION fence.queue_purge(older_than interval DEFAULT NULL, max_jobs integer DEFAULT 10000)
@@ -148,8 +150,12 @@ COMMENT ON FUNCTION fence.queue_purge(interval, integer) IS
 -- The jobs the caller may see: those enqueued by a role whose privileges
 -- it has (pg_has_role USAGE), every job for superusers and members of
 -- fence_admin.  The role checks that do not depend on the row are
--- uncorrelated subqueries, evaluated once per query.
-CREATE VIEW fence.jobs AS
+-- uncorrelated subqueries, evaluated once per query.  security_barrier:
+-- the filter runs before any function of the caller's query sees a row,
+-- so a cheap leaky function in the caller's WHERE (RAISE NOTICE of its
+-- argument) cannot read other roles' payloads; leakproof operators (=, <
+-- on text, bigint, timestamptz) are still pushed down into the scan.
+CREATE VIEW fence.jobs WITH (security_barrier) AS
 SELECT j.queue, j.id, j.state, j.attempt, j.max_attempts, j.priority, j.token, j.holder,
        j.run_at, j.claimed_until, j.last_error, j.unique_key, j.payload, j.result,
        j.created_at, j.finished_at

@@ -5,7 +5,7 @@
 -- the transaction.  Roles, rescue at session end and races: queue_roles.sql
 -- and the isolation specs test/specs/queue_*.spec.
 BEGIN;
-SELECT plan(185);
+SELECT plan(196);
 
 -- Shape: every function exists with its exact signature, SECURITY INVOKER,
 -- CALLED ON NULL INPUT (NULL raises 22023), VOLATILE, documented.
@@ -102,8 +102,23 @@ SELECT isnt(fence.enqueue('tap/q/u2', '{}', unique_key => 'k'), :u1::bigint,
 	'the same unique_key in another queue is another job');
 SELECT is((SELECT payload FROM fence.jobs WHERE id = :u1), '{}'::jsonb, 'the first payload is kept');
 SELECT ok(fence.cancel(:u1), 'cancel the keyed job');
-SELECT isnt(fence.enqueue('tap/q/u', '{}', unique_key => 'k'), :u1::bigint,
-	'once it is finished, the unique_key enqueues a new job');
+SELECT fence.enqueue('tap/q/u', '{}', unique_key => 'k') AS u2 \gset
+SELECT isnt(:u2::bigint, :u1::bigint, 'once it is finished, the unique_key enqueues a new job');
+SELECT throws_ok(format('SELECT fence.retry(%s)', :u1), '23505',
+	format('cannot retry job %s: another unfinished job has its unique_key', :u1),
+	'retry of a job whose unique_key another unfinished job has: 23505');
+CREATE FUNCTION pg_temp.tap_err_context(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE ctx text; det text;
+BEGIN EXECUTE q; RETURN NULL;
+EXCEPTION WHEN unique_violation THEN
+	GET STACKED DIAGNOSTICS ctx = PG_EXCEPTION_CONTEXT, det = PG_EXCEPTION_DETAIL;
+	RETURN det || ' | ' || ctx;
+END $$;
+SELECT is(pg_temp.tap_err_context(format('SELECT fence.retry(%s)', :u1)) NOT LIKE '%queue_jobs%', true,
+	'its 23505 shows no internal statement in its context');
+SELECT is(pg_temp.tap_err_context(format('SELECT fence.retry(%s)', :u1)) LIKE format('Job %s of queue "tap/q/u" has unique_key "k"%%', :u2), true,
+	'its detail names the other job');
+SELECT is((SELECT state FROM fence.jobs WHERE id = :u1), 'cancelled', 'the refused retry changed nothing');
 
 -- claim: argument errors
 SELECT throws_ok($$SELECT * FROM fence.claim(NULL, '1 min')$$, '22023',
@@ -126,6 +141,8 @@ SELECT throws_ok($$SELECT * FROM fence.claim('tap/q', '1 min', 1001)$$, '22023',
 	'argument "max_jobs" must be between 1 and 1000', 'claim: max_jobs 1001');
 SELECT throws_ok($$SELECT * FROM fence.claim('tap/q', '1 min', 1, '0')$$, '22023',
 	'argument "wait" must be greater than zero', 'claim: wait 0');
+SELECT throws_ok($$SELECT * FROM fence.claim('tap/q', '1 min', 1, '1000000 years')$$, '22023',
+	'argument "wait" is too large', 'claim: a wait over 2^63 microseconds (about 292,271 years)');
 SELECT throws_like($$SELECT * FROM fence.claim('tap/q', '1 min', holder => repeat('h', 1025))$$,
 	'argument "holder" is too long%', 'claim: a holder over 1024 bytes');
 SELECT throws_ok($$SET TRANSACTION READ ONLY; SELECT * FROM fence.claim('tap/q', '1 min')$$, '25006',
@@ -194,7 +211,13 @@ SELECT results_eq($$SELECT state, result, finished_at IS NOT NULL, claimed_until
                      FROM fence.jobs WHERE id = $$ || :c1,
 	$$VALUES ('completed'::text, '{"sent": true}'::jsonb, true, true)$$,
 	'a completed job keeps its result and finish time');
-SELECT is(fence.complete(:c1, :t1), false, 'a second complete with the same token: false');
+SELECT throws_ok(format('SELECT fence.complete(%s, %s)', :c1, :t1), 'FN001',
+	format('job %s was already completed by this token', :c1),
+	'a second complete with the token that completed the job: FN001 (a repeated transaction of effects + complete rolls back)');
+SELECT is((SELECT stale_writes_rejected FROM fence.stats()), :stale0 + 2::bigint,
+	'it is counted as a stale completion');
+SELECT is((SELECT result FROM fence.jobs WHERE id = :c1), '{"sent": true}'::jsonb,
+	'and changes nothing');
 SELECT is(fence.heartbeat(:c1, :t1, '1 min'), false, 'heartbeat of a completed job: false');
 SELECT is(fence.fail(:c1, :t1, 'late'), false, 'fail of a completed job: false');
 
@@ -220,6 +243,9 @@ SELECT results_eq(format($$SELECT state, last_error, token,
                       FROM fence.jobs WHERE id = %s$$, :'before_fail', :'after_fail', :j1),
 	$$VALUES ('queued'::text, 'boom'::text, $$ || :t2 || $$::bigint, true, true)$$,
 	'a failed attempt with attempts left is queued again after 2^1 s (+ up to 25 %)');
+SELECT throws_ok(format('SELECT fence.complete(%s, %s)', :j1, :t2), 'FN001',
+	format('the attempt of job %s under this token has already ended', :j1),
+	'complete after fail with the same token (queued again): FN001');
 SELECT is_empty($$SELECT * FROM fence.claim('tap/q', '1 min')$$, 'not runnable during its backoff');
 SELECT ok(fence.retry(:j1), 'retry makes it runnable now');
 SELECT job_id AS c3, token AS t3, attempt AS a3 FROM fence.claim('tap/q', '1 min') \gset
@@ -234,6 +260,9 @@ SELECT job_id AS oj, token AS ot FROM fence.claim('tap/q1', '1 min') \gset
 SELECT ok(fence.fail(:oj, :ot, 'last'), 'fail of the last attempt');
 SELECT results_eq($$SELECT state, last_error, finished_at IS NOT NULL FROM fence.jobs WHERE id = $$ || :oj,
 	$$VALUES ('failed'::text, 'last'::text, true)$$, 'after max_attempts the job is failed for good');
+SELECT throws_ok(format('SELECT fence.complete(%s, %s)', :oj, :ot), 'FN001',
+	format('job %s has already failed for good under this token', :oj),
+	'complete after the last attempt''s fail with the same token: FN001');
 SELECT is_empty($$SELECT * FROM fence.claim('tap/q1', '1 min')$$, 'a failed job is not claimed');
 SELECT ok(fence.retry(:oj), 'retry of a failed job');
 SELECT results_eq($$SELECT state, finished_at IS NULL FROM fence.jobs WHERE id = $$ || :oj,
@@ -277,6 +306,15 @@ SELECT is_empty($$SELECT * FROM fence.claim('tap/q/last', '1 min')$$,
 	'an expired last attempt is not claimed again');
 SELECT results_eq($$SELECT state, last_error LIKE 'attempt 1 of 1: the claim ended%' FROM fence.jobs WHERE id = $$ || :xj,
 	$$VALUES ('failed'::text, true)$$, 'it is failed for good, and says why');
+-- such a row does not use up max_jobs: the claim scans on to the runnable job behind it
+SELECT fence.enqueue('tap/q/scan', '{"a": 1}', priority => 5, max_attempts => 1) AS sa \gset
+SELECT token AS sat FROM fence.claim('tap/q/scan', '1 ms') \gset
+SELECT fence.enqueue('tap/q/scan', '{"b": 1}') AS sb \gset
+SELECT pg_sleep(0.1);
+SELECT results_eq($$SELECT job_id FROM fence.claim('tap/q/scan', '10 s')$$,
+	$$VALUES ($$ || :sb || $$::bigint)$$,
+	'a claim that fails a rescued last attempt for good still returns the runnable job behind it');
+SELECT is((SELECT state FROM fence.jobs WHERE id = :sa), 'failed', 'and that attempt is failed for good');
 
 -- cancel and retry
 SELECT throws_ok($$SELECT fence.cancel(NULL)$$, '22023', 'argument "job_id" must not be null',
@@ -292,8 +330,8 @@ SELECT throws_ok($$SET TRANSACTION READ ONLY; SELECT fence.retry(1)$$, '25006',
 SELECT ok(fence.cancel(:ej), 'cancel of a running job: true');
 SELECT is(fence.heartbeat(:ej, :et2, '1 min'), false, 'its claimant''s heartbeat: false');
 SELECT throws_ok(format('SELECT fence.complete(%s, %s)', :ej, :et2), 'FN001',
-	format('stale fencing token: job %s is not claimed under token %s', :ej, :et2),
-	'its claimant''s complete: FN001');
+	format('job %s was cancelled', :ej),
+	'its claimant''s complete: FN001, saying the job was cancelled');
 SELECT is(fence.cancel(:ej), false, 'cancel of a cancelled job: false');
 SELECT is(fence.retry(:c1), false, 'retry of a completed job: false');
 SELECT is(fence.retry(:oj2), false, 'retry of a running job: false');

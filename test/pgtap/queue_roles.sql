@@ -5,7 +5,7 @@
 -- visible and is refused as unknown (P0002), without telling whether it
 -- exists.  Run by pg_prove as a superuser; everything is rolled back.
 BEGIN;
-SELECT plan(34);
+SELECT plan(40);
 
 CREATE ROLE tap_qa;
 CREATE ROLE tap_qb;
@@ -31,6 +31,32 @@ SELECT throws_ok(format('SELECT fence.cancel(%s)', :ja), 'P0002', format('job %s
 SELECT throws_ok(format('SELECT fence.retry(%s)', :ja), 'P0002', format('job %s does not exist', :ja),
 	'nor retries it');
 SELECT fence.enqueue('tap/roles', '{"mine": 1}') AS jb \gset
+
+-- security_barrier: a cheap leaky function in the caller's WHERE runs only
+-- on the rows the view lets through (else the planner runs it first, and
+-- it records, or RAISEs, every role's payloads)
+SELECT ok((SELECT 'security_barrier=true' = ANY (c.reloptions) FROM pg_class AS c
+            WHERE c.oid = 'fence.jobs'::regclass), 'fence.jobs is a security_barrier view');
+CREATE TEMP TABLE tap_leak_seen (payload jsonb);
+CREATE FUNCTION pg_temp.tap_leak(p jsonb) RETURNS boolean LANGUAGE plpgsql COST 0.000001
+AS $$BEGIN INSERT INTO tap_leak_seen VALUES (p); RETURN true; END$$;
+SELECT is((SELECT count(*) FROM fence.jobs WHERE queue = 'tap/roles' AND pg_temp.tap_leak(payload)),
+	1::bigint, 'a leaky function in WHERE: the role still counts only its own job');
+SELECT is((SELECT count(*) FROM tap_leak_seen WHERE payload ? 'secret'), 0::bigint,
+	'and the function never saw another role''s payload');
+SELECT ok((SELECT count(*) FROM tap_leak_seen WHERE payload ? 'mine') >= 1,
+	'it saw the role''s own payload (it did run)');
+
+-- unique_key is scoped per enqueuing role: another role's key neither
+-- returns its job's id nor tells that it exists
+SET LOCAL ROLE tap_qa;
+SELECT fence.enqueue('tap/roles/u', '{}', unique_key => 'k') AS ua \gset
+SET LOCAL ROLE tap_qb;
+SELECT fence.enqueue('tap/roles/u', '{}', unique_key => 'k') AS ub \gset
+SELECT isnt(:ub::bigint, :ua::bigint,
+	'the same unique_key enqueued by another role is another job, not the first role''s id');
+SELECT is(fence.enqueue('tap/roles/u', '{}', unique_key => 'k'), :ub::bigint,
+	'and it dedupes that role''s own jobs');
 
 SET LOCAL ROLE tap_qa;
 SELECT job_id AS ca, token AS ta FROM fence.claim('tap/roles', '1 min', 10) \gset

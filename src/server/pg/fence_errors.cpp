@@ -75,18 +75,56 @@ NoTokenHint(const RefusedWrite &w)
 void
 RaiseStaleCompletion(int64 job_id, int64 presented, int64 current, const char *state)
 {
-	ereport(ERROR,
+	const char *hint = "The claim was rescued (it expired or its session ended), cancelled or "
+					   "finished: this worker must stop, and whatever it wrote in this transaction "
+					   "is rolled back with the error.";
+
+	if (current == presented && strcmp(state, "completed") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCE_STALE_TOKEN),
+				 errmsg("job " INT64_FORMAT " was already completed by this token", job_id),
+				 errdetail("A completion with token " INT64_FORMAT " committed before; a second "
+						   "one is refused so that the effects written with it are not applied "
+						   "twice.",
+						   presented),
+				 errhint("A client that repeats its completion after losing the acknowledgement "
+						 "of its COMMIT may take this error as the success of the first one; this "
+						 "transaction is rolled back.")));
+	if (current == presented && strcmp(state, "failed") == 0)
+		ereport(
+			ERROR,
 			(errcode(ERRCODE_FENCE_STALE_TOKEN),
-			 errmsg("stale fencing token: job " INT64_FORMAT
-					" is not claimed under token " INT64_FORMAT,
-					job_id, presented),
-			 current == 0
-				 ? errdetail("The job is %s and has never been claimed.", state)
-				 : errdetail("The job is %s; its current claim's token is " INT64_FORMAT ".", state,
-							 current),
-			 errhint("The claim was rescued (it expired or its session ended), cancelled or "
-					 "finished: this worker must stop, and whatever it wrote in this transaction "
-					 "is rolled back with the error.")));
+			 errmsg("job " INT64_FORMAT " has already failed for good under this token", job_id),
+			 errdetail("Its last attempt, under token " INT64_FORMAT
+					   ", ended with fence.fail or without an outcome (its claim ended).",
+					   presented),
+			 errhint("%s", hint)));
+	if (current == presented && strcmp(state, "queued") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FENCE_STALE_TOKEN),
+				 errmsg("the attempt of job " INT64_FORMAT " under this token has already ended",
+						job_id),
+				 errdetail("The attempt under token " INT64_FORMAT
+						   " ended (fence.fail with attempts left, or fence.retry); the job is "
+						   "queued again for a new claim.",
+						   presented),
+				 errhint("%s", hint)));
+	if (strcmp(state, "cancelled") == 0)
+		ereport(ERROR, (errcode(ERRCODE_FENCE_STALE_TOKEN),
+						errmsg("job " INT64_FORMAT " was cancelled", job_id),
+						errdetail("fence.cancel ended the job; token " INT64_FORMAT
+								  " can no longer complete it.",
+								  presented),
+						errhint("%s", hint)));
+	ereport(ERROR, (errcode(ERRCODE_FENCE_STALE_TOKEN),
+					errmsg("stale fencing token: job " INT64_FORMAT
+						   " is not claimed under token " INT64_FORMAT,
+						   job_id, presented),
+					current == 0
+						? errdetail("The job is %s and has never been claimed.", state)
+						: errdetail("The job is %s; its current claim's token is " INT64_FORMAT ".",
+									state, current),
+					errhint("%s", hint)));
 }
 
 void

@@ -75,9 +75,10 @@ enum class NoTokenReason
 [[noreturn]] void RaiseStaleToken(const RefusedWrite &w, int64 presented, int64 current);
 
 /*
- * FN001: fence.complete of job `job_id` with token `presented`, which is not
- * its current claim's (the job's token is `current`, 0 if never claimed,
- * and its state `state`).
+ * FN001: fence.complete of job `job_id` with token `presented` did not
+ * finish the job (the job's token is `current`, 0 if never claimed, and its
+ * state `state`): the message says why (already completed or failed by
+ * this very token, cancelled, or the token is not its current claim's).
  */
 [[noreturn]] void RaiseStaleCompletion(int64 job_id, int64 presented, int64 current,
 									   const char *state);

@@ -19,7 +19,9 @@
  * its claimant lock, and when one ends the shared count of ended claimants
  * moves; the next try of every backend then looks at the claimants of the
  * running jobs (a small partial index), and for each whose lock is free
- * makes its jobs due now, so that the scan above takes them.  Rows of other
+ * makes its jobs due now, so that the scan above takes them (rows it finds
+ * locked by another transaction keep the ended sessions pending: the next
+ * claim looks again, and they are due at their expiry anyway).  Rows of other
  * queues made due this way wake their queues' waiters at commit.  Without
  * shared memory (15/16 without the preload) the look is made whenever a
  * try comes up short of max_jobs.
@@ -80,11 +82,16 @@ struct ClaimSpec
 
 /*
  * Makes the running jobs of ended claimants due now (see the file's
- * header).  Between QueueBegin and QueueEnd.
+ * header).  Between QueueBegin and QueueEnd.  Returns false when a row of
+ * an ended claimant was locked by another transaction (SKIP LOCKED passed
+ * it over): the ended sessions are then not done with, and the next claim
+ * looks again (the row is claimable at its claim's expiry in any case).
  */
-void
+bool
 RescueEndedClaims(const ClaimSpec *spec, TimestampTz now)
 {
+	bool complete = true;
+
 	Datum      values[2] = {TimestampTzGetDatum(now), (Datum) 0};
 	const char nulls[2] = {' ', ' '};
 	uint64     n = QueueExec(kQRunningClaims, values, nulls, SPI_OK_SELECT);
@@ -115,7 +122,13 @@ RescueEndedClaims(const ClaimSpec *spec, TimestampTz now)
 		}
 		if (rescued > 0)
 			ReportJobsRescued(rescued);
+
+		/* rows still running under it (our own rescues are visible to us): skipped, locked */
+		values[0] = Int64GetDatum(claimant);
+		if (QueueExec(kQClaimantLeft, values, nulls, SPI_OK_SELECT) > 0)
+			complete = false;
 	}
+	return complete;
 }
 
 /*
@@ -200,6 +213,27 @@ ClaimBatch(QueueCall *call, const ClaimSpec *spec, TimestampTz now, int32 limit,
 }
 
 /*
+ * Claims up to max_jobs - *claimed jobs into the result: scans again while
+ * a scan came back full but failed some of its rows for good (rescued last
+ * attempts, which leave the claim index), so that such rows never use up
+ * the places of runnable jobs behind them.  Returns when the claim is full
+ * or a scan found fewer rows than it asked for (the queue has no more).
+ */
+void
+ClaimUpTo(QueueCall *call, const ClaimSpec *spec, TimestampTz now, int32 *claimed)
+{
+	while (*claimed < spec->max_jobs)
+	{
+		int32  limit = spec->max_jobs - *claimed;
+		uint64 locked = ClaimBatch(call, spec, now, limit, claimed);
+
+		if (locked < (uint64) limit)
+			return;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * One try: claims up to max_jobs jobs into the result and returns how many.
  * When it claims none and next_due is not null, sets *next_due to the
  * queue's earliest due_at (0: none).
@@ -214,19 +248,16 @@ TryClaim(const ClaimSpec *spec, TimestampTz *next_due)
 
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (RescueNeeded(false))
-	{
-		RescueEndedClaims(spec, now);
+	if (RescueNeeded(false) && RescueEndedClaims(spec, now))
 		RescueDone();
-	}
-	uint64 locked = ClaimBatch(&call, spec, now, spec->max_jobs, &claimed);
+	ClaimUpTo(&call, spec, now, &claimed);
 
 	/* short of jobs: without shared memory, look for ended claimants now */
-	if (locked < (uint64) spec->max_jobs && RescueNeeded(true))
+	if (claimed < spec->max_jobs && RescueNeeded(true))
 	{
-		RescueEndedClaims(spec, now);
-		RescueDone();
-		(void) ClaimBatch(&call, spec, now, spec->max_jobs - claimed, &claimed);
+		if (RescueEndedClaims(spec, now))
+			RescueDone();
+		ClaimUpTo(&call, spec, now, &claimed);
 	}
 	if (claimed == 0 && next_due != nullptr)
 	{
@@ -247,7 +278,12 @@ TryClaim(const ClaimSpec *spec, TimestampTz *next_due)
 	return claimed;
 }
 
-/* now + wait; a wait past the end of time waits until then (no error). */
+/*
+ * now + wait; a wait whose end is past the last timestamp (year 294276)
+ * waits until then, without an error.  A wait longer than int64
+ * microseconds (about 292,271 years) never gets here: GetDurationArg
+ * refuses it with 22023 "argument "wait" is too large" (docs/queue.md).
+ */
 TimestampTz
 WaitDeadline(TimestampTz now, int64 wait)
 {
@@ -296,7 +332,8 @@ WaitLoop(const ClaimSpec *spec, TimestampTz deadline, int slot, volatile bool *w
 		{
 			if (next_due != 0)
 				wake = Min(wake, next_due);
-			if (slot < 0)
+			/* without waiters' slots, or ended claimants' rows found locked: poll */
+			if (slot < 0 || RescueNeeded(false))
 			{
 				wake = Min(wake, now + backoff);
 				backoff = Min(backoff * 2, (int64) USECS_PER_SEC);

@@ -11,9 +11,11 @@
  * nothing, one lookup tells an unknown job (P0002) from a superseded token:
  * heartbeat and fail return false, complete raises FN001 (counted and
  * logged), so that the job's effects written in the caller's transaction
- * roll back with it (docs/guarantees.md, guarantee 13).  A second complete
- * with the token that completed the job returns false instead: the caller
- * is the job's claimant repeating itself, and nothing it wrote is stale.
+ * roll back with it (docs/guarantees.md, guarantee 13).  complete raises
+ * FN001 whenever it does not finish the job, a second complete with the
+ * token that completed it included: a client that repeats the job's
+ * transaction after losing its COMMIT's acknowledgement must not apply the
+ * job's effects twice (the error says that the token completed it).
  *
  * PostgreSQL-style code (only trivially destructible locals), run through
  * fence::Entry.
@@ -140,8 +142,6 @@ Complete(FunctionCallInfo fcinfo)
 	/* SPI_getvalue's copy lives in SPI's context: keep one past SPI_finish */
 	state = MemoryContextStrdup(CurTransactionContext, state);
 	QueueEnd(&call);
-	if (current == token && strcmp(state, "completed") == 0)
-		PG_RETURN_BOOL(false); /* completed already, by this very claim */
 	ReportStaleCompletion(id, token, current, state);
 	RaiseStaleCompletion(id, token, current, state);
 }
@@ -218,9 +218,10 @@ FENCE_SQL_FUNCTION(fence_heartbeat)
 /*
  * fence.complete(job_id bigint, token bigint, result jsonb DEFAULT NULL)
  *	 RETURNS boolean
- *	 true iff the job was running under token and is now completed; false
- *	 if that token had completed it already.  Errors: FN001 (a superseded
- *	 token: counted, logged), P0002, 22023, 25006.
+ *	 true iff the job was running under token and is now completed; never
+ *	 false.  Errors: FN001 (the job was not finished: already completed or
+ *	 failed by token, cancelled, or token superseded; counted, logged),
+ *	 P0002, 22023, 25006.
  */
 FENCE_SQL_FUNCTION(fence_complete)
 {

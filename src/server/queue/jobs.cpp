@@ -8,7 +8,9 @@
  * enqueue inserts the row in the caller's transaction (a rollback takes it
  * back: it never runs) and wakes waiting claimers of the queue at commit
  * (queue_wait.hpp).  A unique_key deduplicates through the partial unique
- * index on (queue, unique_key) of unfinished jobs: INSERT ... ON CONFLICT
+ * index on (queue, owner, unique_key) of unfinished jobs (keys are scoped
+ * per enqueuing role, so that a key never returns, nor reveals, another
+ * role's job): INSERT ... ON CONFLICT
  * DO NOTHING waits for a concurrent insert of the same key to end, so two
  * enqueues racing for one key get one job; the loser reads the winner's id
  * (again if that job finished in between).
@@ -29,12 +31,15 @@
 #include "queue/queue_wait.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "common/int.h"
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 }
 
@@ -84,7 +89,7 @@ Enqueue(FunctionCallInfo fcinfo)
 	char       nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int64      id = 0;
 	bool       inserted = false;
-	const char key_nulls[2] = {' ', ' '};
+	const char key_nulls[3] = {' ', ' ', ' '};
 
 	QueueBegin(&call);
 	values[0] = PG_GETARG_DATUM(0);
@@ -108,7 +113,7 @@ Enqueue(FunctionCallInfo fcinfo)
 			break;
 		}
 		/* a unique_key conflict: the unfinished job's id (it may have finished meanwhile) */
-		Datum kv[2] = {values[0], values[4]};
+		Datum kv[3] = {values[0], values[4], values[6]};
 
 		if (QueueExec(kQUniqueId, kv, key_nulls, SPI_OK_SELECT) == 1)
 			id = DatumGetInt64(QueueValue(0, 1, &isnull));
@@ -120,6 +125,92 @@ Enqueue(FunctionCallInfo fcinfo)
 	if (inserted)
 		WakeQueueWaitersAtCommit(QueueKeyOfDatum(PG_GETARG_DATUM(0)), 1);
 	PG_RETURN_INT64(id);
+}
+
+/*
+ * kQRetry in a subtransaction: returns the rows it updated, or -1 when the
+ * job's unique_key is taken by another unfinished job of its queue and
+ * owner (the partial unique index raised 23505; a concurrent enqueue of the
+ * key is waited for first).  The caller raises its own 23505 then, without
+ * the internal statement in its context.  Other errors propagate.
+ */
+int64
+RunRetry(Datum *values, const char *nulls)
+{
+	MemoryContext  oldcontext = CurrentMemoryContext;
+	ResourceOwner  oldowner = CurrentResourceOwner;
+	volatile int64 n = 0;
+	ErrorData *volatile edata = nullptr;
+
+	BeginInternalSubTransaction(nullptr);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		n = (int64) QueueExec(kQRetry, values, nulls, SPI_OK_UPDATE_RETURNING);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	if (edata != nullptr)
+	{
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		return -1;
+	}
+	return n;
+}
+
+/* 23505 for fence.retry of job `id`, whose unique_key another unfinished job has. */
+[[noreturn]] void
+RaiseRetryKeyTaken(QueueCall *call, int64 id)
+{
+	Datum      values[3] = {Int64GetDatum(id), ObjectIdGetDatum(call->caller),
+							BoolGetDatum(call->admin)};
+	const char nulls[3] = {' ', ' ', ' '};
+	bool       isnull;
+	int64      other = 0;
+	char      *queue = nullptr;
+	char      *key = nullptr;
+
+	if (QueueExec(kQLookup, values, nulls, SPI_OK_SELECT) == 1)
+	{
+		SPITupleTable *t = SPI_tuptable;
+		Datum          kv[3] = {SPI_getbinval(t->vals[0], t->tupdesc, 3, &isnull),
+								SPI_getbinval(t->vals[0], t->tupdesc, 4, &isnull),
+								SPI_getbinval(t->vals[0], t->tupdesc, 5, &isnull)};
+		const char     kn[3] = {' ', ' ', ' '};
+
+		/* copies that outlive SPI_finish */
+		queue = MemoryContextStrdup(CurTransactionContext, SPI_getvalue(t->vals[0], t->tupdesc, 3));
+		key = SPI_getvalue(t->vals[0], t->tupdesc, 4);
+		key = key != nullptr ? MemoryContextStrdup(CurTransactionContext, key) : nullptr;
+		if (key != nullptr && QueueExec(kQUniqueId, kv, kn, SPI_OK_SELECT) == 1)
+			other = DatumGetInt64(QueueValue(0, 1, &isnull));
+	}
+	QueueEnd(call);
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_UNIQUE_VIOLATION),
+		 errmsg("cannot retry job " INT64_FORMAT ": another unfinished job has its unique_key", id),
+		 other != 0 ? errdetail("Job " INT64_FORMAT " of queue \"%s\" has unique_key \"%s\" "
+								"and is queued or running.",
+								other, queue, key)
+					: errdetail("Another job of queue \"%s\" has unique_key \"%s\" and is "
+								"queued or running.",
+								queue != nullptr ? queue : "?", key != nullptr ? key : "?"),
+		 errhint("A unique_key allows one unfinished job per queue and enqueuing role: retry "
+				 "this job once that one has finished, or cancel that one first.")));
 }
 
 /* cancel (retry false) or retry: ($1 id, $2 caller, $3 admin, $4 now) */
@@ -141,7 +232,13 @@ OperatorAction(FunctionCallInfo fcinfo, bool retry)
 	values[2] = BoolGetDatum(call.admin);
 	values[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 
-	bool done = QueueExec(retry ? kQRetry : kQCancel, values, nulls, SPI_OK_UPDATE_RETURNING) == 1;
+	int64 n = retry ? RunRetry(values, nulls)
+					: (int64) QueueExec(kQCancel, values, nulls, SPI_OK_UPDATE_RETURNING);
+
+	if (n < 0)
+		RaiseRetryKeyTaken(&call, id);
+
+	bool   done = n == 1;
 	uint64 key = 0;
 
 	if (done)

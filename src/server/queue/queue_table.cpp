@@ -59,16 +59,17 @@ const StmtDef kStmts[kQNumStmts] = {
 	{"INSERT INTO fence.queue_jobs (queue, state, priority, run_at, due_at, max_attempts, "
 	 "unique_key, payload, owner, created_at) "
 	 "VALUES ($1, 'queued', $2, $3, $3, $4, $5, $6, $7, $8) "
-	 "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL "
+	 "ON CONFLICT (queue, owner, unique_key) WHERE unique_key IS NOT NULL "
 	 "AND state OPERATOR(pg_catalog.=) ANY (" Q_UNFINISHED ") DO NOTHING RETURNING id",
 	 8,
 	 {TEXTOID, INT4OID, TIMESTAMPTZOID, INT4OID, TEXTOID, JSONBOID, OIDOID, TIMESTAMPTZOID}},
 	/* kQUniqueId */
 	{"SELECT id FROM fence.queue_jobs WHERE queue OPERATOR(pg_catalog.=) $1 "
+	 "AND owner OPERATOR(pg_catalog.=) $3 "
 	 "AND unique_key OPERATOR(pg_catalog.=) $2 AND unique_key IS NOT NULL "
 	 "AND state OPERATOR(pg_catalog.=) ANY (" Q_UNFINISHED ")",
-	 2,
-	 {TEXTOID, TEXTOID}},
+	 3,
+	 {TEXTOID, TEXTOID, OIDOID}},
 	/* kQClaimSelect */
 	{"SELECT id, state, attempt, max_attempts, token, claimed_until FROM fence.queue_jobs "
 	 "WHERE queue OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) ANY (" Q_UNFINISHED
@@ -99,6 +100,11 @@ const StmtDef kStmts[kQNumStmts] = {
 	 "WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT id FROM fence.queue_jobs "
 	 "WHERE claimant OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running' "
 	 "AND due_at OPERATOR(pg_catalog.>) $2 FOR UPDATE SKIP LOCKED)) RETURNING queue",
+	 2,
+	 {INT8OID, TIMESTAMPTZOID}},
+	/* kQClaimantLeft */
+	{"SELECT id FROM fence.queue_jobs WHERE claimant OPERATOR(pg_catalog.=) $1 "
+	 "AND state OPERATOR(pg_catalog.=) 'running' AND due_at OPERATOR(pg_catalog.>) $2 LIMIT 1",
 	 2,
 	 {INT8OID, TIMESTAMPTZOID}},
 	/* kQNextDue */
@@ -138,7 +144,8 @@ const StmtDef kStmts[kQNumStmts] = {
 	 8,
 	 {INT8OID, INT8OID, OIDOID, BOOLOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, FLOAT8OID}},
 	/* kQLookup */
-	{"SELECT state, token, queue FROM fence.queue_jobs WHERE id OPERATOR(pg_catalog.=) $1 "
+	{"SELECT state, token, queue, unique_key, owner FROM fence.queue_jobs "
+	 "WHERE id OPERATOR(pg_catalog.=) $1 "
 	 "AND " Q_MAY("$2", "$3"),
 	 3,
 	 {INT8OID, OIDOID, BOOLOID}},

@@ -34,7 +34,7 @@ enum QueueStmt
 	kQInsert,        /* ($1 queue, $2 priority, $3 run_at, $4 max_attempts, $5 unique_key,
 					   *  $6 payload, $7 owner, $8 now): RETURNING id; a unique_key
 					   *  conflict inserts nothing */
-	kQUniqueId,      /* ($1 queue, $2 unique_key): id of the unfinished job */
+	kQUniqueId,      /* ($1 queue, $2 unique_key, $3 owner): id of the unfinished job */
 	kQClaimSelect,   /* ($1 queue, $2 now, $3 limit, $4 caller, $5 admin): id, state,
 					   *  attempt, max_attempts, token, claimed_until, FOR UPDATE SKIP LOCKED */
 	kQClaimUpdate,   /* ($1 id, $2 token, $3 holder, $4 claimant, $5 pid, $6 claimed_until):
@@ -43,12 +43,13 @@ enum QueueStmt
 	kQRunningClaims, /* ($1 now): the claimants of unexpired running jobs */
 	kQRescue,        /* ($1 claimant, $2 now): its running jobs become claimable now;
 					   *  RETURNING queue */
+	kQClaimantLeft,  /* ($1 claimant, $2 now): one of its running jobs not yet rescued */
 	kQNextDue,       /* ($1 queue, $2 caller, $3 admin): the earliest due_at */
 	kQHeartbeat,     /* ($1 id, $2 token, $3 caller, $4 admin, $5 claimed_until) */
 	kQComplete,      /* ($1 id, $2 token, $3 caller, $4 admin, $5 now, $6 result) */
 	kQFail,          /* ($1 id, $2 token, $3 caller, $4 admin, $5 now, $6 error,
 					   *  $7 retry_at, $8 jitter factor): RETURNING state, queue, run_at */
-	kQLookup,        /* ($1 id, $2 caller, $3 admin): state, token, queue */
+	kQLookup,        /* ($1 id, $2 caller, $3 admin): state, token, queue, unique_key, owner */
 	kQCancel,        /* ($1 id, $2 caller, $3 admin, $4 now): RETURNING queue */
 	kQRetry,         /* ($1 id, $2 caller, $3 admin, $4 now): RETURNING queue */
 	kQPurge,         /* ($1 cutoff, $2 limit): deletes finished jobs */
