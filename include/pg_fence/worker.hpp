@@ -198,10 +198,11 @@ public:
 	 * Completes the job on the Worker's second connection (its own
 	 * transaction): fence.complete(id, token, result), `result` a JSON text
 	 * or std::nullopt (SQL NULL).  Stops the heartbeats first.  Returns true
-	 * if the job is now completed; false if it was already completed with
-	 * this same token (a repeated call).  Throws pqxx::sql_error with
-	 * sqlstate() "FN001" when the claim was superseded (the job was claimed
-	 * again: docs/guarantees.md, guarantee 13; the Job is then lost()),
+	 * once the job is completed, also when a repeated call (after a
+	 * broken_connection that hid the first call's answer) finds it already
+	 * completed under this token.  Throws pqxx::sql_error with
+	 * sqlstate() "FN001" when the claim was superseded, cancelled or ended
+	 * (docs/guarantees.md, guarantee 13; the Job is then lost()),
 	 * 22P02 for a result that is not JSON, P0002 if the job no longer
 	 * exists (purged), 42501 without privilege on it; pqxx::
 	 * broken_connection if the server cannot be reached (the heartbeats

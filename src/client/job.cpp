@@ -10,10 +10,11 @@
  * be refused, and report a loss that never happened.  A call that fails
  * without an answer (the connection broke) resumes it, since the job is
  * still ours until its claim expires.  An answer settles the Job:
- *   - true (or false from complete: already completed by this token):
+ *   - true, or complete's FN001 "already completed by this token" (a
+ *     repeated call whose first answer was lost with the connection):
  *     finished, lost() false from then on;
- *   - false from fail, FN001 from complete (superseded), P0002 (the job is
- *     gone): finished and lost();
+ *   - false from fail, any other FN001 from complete (superseded, ended,
+ *     cancelled), P0002 (the job is gone): finished and lost();
  *   - any other server error: nothing changed, the heartbeat resumes.
  *
  * Copyright (c) 2026, The pg_fence Developers
@@ -51,6 +52,18 @@ bool
 Settles(const std::string &sqlstate)
 {
 	return sqlstate == "FN001" || sqlstate == "P0002";
+}
+
+/*
+ * fence.complete's FN001 for a job this very token already completed
+ * (src/server/pg/fence_errors.cpp, RaiseStaleCompletion): the first call
+ * went through and only its answer was lost.
+ */
+bool
+AlreadyCompletedByUs(const std::string &sqlstate, const std::string &message)
+{
+	return sqlstate == "FN001" &&
+		   message.find("already completed by this token") != std::string::npos;
 }
 
 /* "1767312000.123456": seconds since the epoch, for pg_catalog.to_timestamp. */
@@ -249,6 +262,13 @@ Job::Finish(bool complete, const std::optional<std::string> &text,
 		else
 			hb_->state->MarkLost(); /* fail refused: the claim is someone else's */
 		return t;
+	}
+	if (complete && r.kind == PqOutcome::kServerError &&
+		AlreadyCompletedByUs(r.sqlstate, r.message))
+	{
+		finished_ = true;
+		hb_->state->MarkReleased();
+		return true;
 	}
 	if (r.kind == PqOutcome::kServerError && Settles(r.sqlstate))
 	{
