@@ -16,12 +16,13 @@
 #             assembled install scripts): no debian/<package>/ tree.
 #   lintian   lintian --pedantic -I on the .changes; an error (E:) fails,
 #             warnings are listed (debian/README.source justifies them).
-#   previous  the previous release's extension package (0.1.0: the tag
-#             v0.1.0, else the last commit whose pg_fence.control says
-#             0.1.0), built from git with a minimal debian/ made here (that
-#             release had none), for the upgrade test.  Without the history
-#             (a shallow clone) the upgrade is tested from CREATE EXTENSION
-#             pg_fence VERSION '0.1.0' instead, and the step says so.
+#   previous  the previous release's packages (PREV_VERSION, 0.2.0: the
+#             tag v0.2.0, else the last commit whose pg_fence.control says
+#             0.2.0), built from git with that commit's own debian/ (without
+#             its build-time tests), for the upgrade test.  Without the
+#             history (a shallow clone) the upgrade is tested from CREATE
+#             EXTENSION pg_fence VERSION '0.2.0' instead, and the step says
+#             so.
 #   root      a clean Debian 12 (debootstrap --variant=minbase bookworm,
 #             bookworm-updates, bookworm-security): made once and kept as a
 #             tarball in ${FENCE_PG_CACHE:-/var/cache/pg_fence}, unpacked
@@ -29,9 +30,10 @@
 #             (what autopkgtest runs debian/tests from; nothing built) and
 #             examples/ are copied in: no build tree.
 #   install   scripts/packages-in-root.sh, in that root (scripts/in-chroot.sh):
-#             apt-get install of the previous package, a cluster using it,
-#             apt-get install ./*.deb (only Debian dependencies pulled),
-#             restart and ALTER EXTENSION pg_fence UPDATE, CREATE EXTENSION
+#             apt-get install of the previous release's packages, a cluster
+#             using them, apt-get install ./*.deb over them (only Debian
+#             dependencies pulled; the previous client library stays beside
+#             the new one), restart and ALTER EXTENSION pg_fence UPDATE, CREATE EXTENSION
 #             in a fresh cluster, the regression and isolation suites against
 #             the installed package (debian/tests/installcheck), pg_fence
 #             --version and a run, a C++ program built with pkg-config and
@@ -57,7 +59,8 @@ CACHE=${FENCE_PG_CACHE:-/var/cache/pg_fence}
 MIRROR=http://deb.debian.org/debian
 SECURITY_MIRROR=http://deb.debian.org/debian-security
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-PREV_VERSION=0.1.0
+# The previous release: the upgrade test starts from its packages.
+PREV_VERSION=0.2.0
 # Bump when the way the clean root is made changes.
 ROOT_VERSION=2
 
@@ -181,7 +184,7 @@ dist_check() {
 }
 [ -z "$dist" ] || step dist dist_check || true
 
-# --- the previous release's package ----------------------------------------
+# --- the previous release's packages ---------------------------------------
 previous() {
 	local rev src=$OUT/previous/pg-fence-$PREV_VERSION
 	if rev=$(git -C "$TOP" rev-parse -q --verify "v$PREV_VERSION^{commit}"); then
@@ -198,7 +201,9 @@ previous() {
 	mkdir -p "$src"
 	git -C "$TOP" archive "$rev" | tar -xf - -C "$src"
 	grep -q "default_version = '$PREV_VERSION'" "$src/pg_fence.control"
-	bash "$TOP/scripts/packages-previous-debian.sh" "$src" "$PREV_VERSION"
+	# Its own debian/ (every release since 0.2.0 has one), its changelog
+	# naming that version.
+	test "$(cd "$src" && dpkg-parsechangelog -S Version)" = "$PREV_VERSION-1"
 	(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
 		dpkg-buildpackage -us -uc -b)
 	rm -rf "$src" "$OUT"/previous/*-dbgsym_*.deb "$OUT"/previous/*.changes "$OUT"/previous/*.buildinfo
