@@ -26,6 +26,7 @@
 #include "tokens/issued_token.hpp"
 #include "leases/lease_table.hpp"
 #include "leases/lease_notify.hpp"
+#include "queue/queue_table.hpp"
 #include "locks/locks.hpp"
 #include "shmem.hpp"
 #include "tokens/token_setting.hpp"
@@ -48,6 +49,7 @@ _PG_init(void)
 	fence::InitIssuedTokenCheck();
 	fence::InitLeaseSettings();
 	fence::InitLeaseNotify();
+	fence::DefineQueueSettings();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }

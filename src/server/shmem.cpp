@@ -16,6 +16,7 @@
  *	   MarkStripes[]           writes/mark_cache.hpp: mark change counts
  *	   Registry                observability/lock_registry.hpp: fence.locks
  *	   LeaseWaiters            leases/lease_wait.hpp: lease waiters' queue
+ *	   QueueWaiters            queue/queue_wait.hpp: fence.claim's waiters
  *
  * each at a MAXALIGNed offset.  The block is set up either by the preload's
  * hooks (shmem_request_hook, shmem_startup_hook) in the main shared memory,
@@ -45,6 +46,7 @@
 #include "observability/counters.hpp"
 #include "observability/lock_registry.hpp"
 #include "leases/lease_wait.hpp"
+#include "queue/queue_wait.hpp"
 #include "writes/mark_cache.hpp"
 
 extern "C" {
@@ -76,6 +78,7 @@ const ShmemPart kParts[] = {
 	{MarkStripesShmemSize, MarkStripesShmemInit, MarkStripesShmemAttach},
 	{RegistryShmemSize, RegistryShmemInit, RegistryShmemAttach},
 	{LeaseWaitersShmemSize, LeaseWaitersShmemInit, LeaseWaitersShmemAttach},
+	{QueueWaitersShmemSize, QueueWaitersShmemInit, QueueWaitersShmemAttach},
 };
 
 struct BlockHeader

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * reports.cpp
- *	  The LOG signals of stale writes and lease takeovers (stats.hpp), each
+ *	  The LOG signals of stale writes, stale completions of jobs and lease
+ *	  takeovers (stats.hpp), each
  *	  also counted in fence.stats().  The lines are written with or without
  *	  shared memory.
  *
@@ -25,6 +26,16 @@ ReportStaleWrite(const char *where, const char *resource, int64 presented, int64
 	ereport(LOG, (errmsg("pg_fence: stale write rejected: %s %s: token " INT64_FORMAT
 						 ", current fence " INT64_FORMAT,
 						 where, ClipForMessage(resource), presented, current),
+				  errhidestmt(true)));
+}
+
+void
+ReportStaleCompletion(int64 job_id, int64 presented, int64 current, const char *state)
+{
+	StatsCountRejected(StatKind::kStaleWrites);
+	ereport(LOG, (errmsg("pg_fence: stale completion rejected: job " INT64_FORMAT
+						 " token " INT64_FORMAT ", current token " INT64_FORMAT " (%s)",
+						 job_id, presented, current, state),
 				  errhidestmt(true)));
 }
 

@@ -93,6 +93,13 @@ void StatsRecordRelease(uint64 key);
 void ReportStaleWrite(const char *where, const char *resource, int64 presented, int64 current);
 
 /*
+ * fence.complete was refused (FN001) because its token is not the job's
+ * current claim's: counts it as a stale write and writes the LOG line
+ *	 pg_fence: stale completion rejected: job <id> token <presented>, current token <current> (<state>)
+ */
+void ReportStaleCompletion(int64 job_id, int64 presented, int64 current, const char *state);
+
+/*
  * A lease that had expired was taken over: counts it and writes the LOG line
  *	 pg_fence: lease taken over after expiry: "<name>" token <old> -> <new>, expired <n> ms ago
  */

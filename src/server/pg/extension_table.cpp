@@ -35,7 +35,8 @@ namespace {
 
 constexpr int kNumTables = static_cast<int>(ExtensionTableId::kCount);
 
-const char *const kExtensionTableNames[kNumTables] = {"leases", "insert_marks", "insert_guards"};
+const char *const kExtensionTableNames[kNumTables] = {"leases", "insert_marks", "insert_guards",
+													  "queue_jobs"};
 
 struct CacheEntry
 {

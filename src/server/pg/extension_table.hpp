@@ -2,7 +2,7 @@
  *
  * extension_table.hpp
  *	  The extension's own tables (fence.leases, fence.insert_marks,
- *	  fence.insert_guards): their OID, owner and primary key index, looked
+ *	  fence.insert_guards, fence.queue_jobs): their OID, owner and primary key index, looked
  *	  up once per backend and kept until a relcache invalidation of the
  *	  table (src/server/pg/extension_table.cpp).
  *
@@ -31,6 +31,7 @@ enum class ExtensionTableId
 	kLeases,
 	kInsertMarks,
 	kInsertGuards,
+	kQueueJobs,
 	kCount
 };
 

@@ -73,6 +73,23 @@ NoTokenHint(const RefusedWrite &w)
 } /* namespace */
 
 void
+RaiseStaleCompletion(int64 job_id, int64 presented, int64 current, const char *state)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FENCE_STALE_TOKEN),
+			 errmsg("stale fencing token: job " INT64_FORMAT
+					" is not claimed under token " INT64_FORMAT,
+					job_id, presented),
+			 current == 0
+				 ? errdetail("The job is %s and has never been claimed.", state)
+				 : errdetail("The job is %s; its current claim's token is " INT64_FORMAT ".", state,
+							 current),
+			 errhint("The claim was rescued (it expired or its session ended), cancelled or "
+					 "finished: this worker must stop, and whatever it wrote in this transaction "
+					 "is rolled back with the error.")));
+}
+
+void
 RaiseStaleToken(const RefusedWrite &w, int64 presented, int64 current)
 {
 	ereport(

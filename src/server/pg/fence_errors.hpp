@@ -5,7 +5,8 @@
  *	  that raise them, each written once (fence_errors.cpp).
  *
  *	  FN001  stale fencing token: a fence refused a write whose token is
- *	         lower than the fence (RaiseStaleToken)
+ *	         lower than the fence (RaiseStaleToken); a job completed with
+ *	         a token that is not its current claim's (RaiseStaleCompletion)
  *	  FN002  lock not held: reserved for an operation that needs a lock
  *	         the caller does not hold; no function raises it today
  *	         (fence.unlock, lease_renew and lease_release return false)
@@ -72,6 +73,14 @@ enum class NoTokenReason
 
 /* FN001: the write's token `presented` is lower than the fence `current`. */
 [[noreturn]] void RaiseStaleToken(const RefusedWrite &w, int64 presented, int64 current);
+
+/*
+ * FN001: fence.complete of job `job_id` with token `presented`, which is not
+ * its current claim's (the job's token is `current`, 0 if never claimed,
+ * and its state `state`).
+ */
+[[noreturn]] void RaiseStaleCompletion(int64 job_id, int64 presented, int64 current,
+									   const char *state);
 
 /* FN003: the write presented no token. */
 [[noreturn]] void RaiseNoToken(const RefusedWrite &w, NoTokenReason why);
