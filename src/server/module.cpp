@@ -28,6 +28,7 @@
 #include "leases/lease_notify.hpp"
 #include "queue/queue_table.hpp"
 #include "locks/locks.hpp"
+#include "once/once.hpp"
 #include "shmem.hpp"
 #include "tokens/token_setting.hpp"
 
@@ -50,6 +51,7 @@ _PG_init(void)
 	fence::InitLeaseSettings();
 	fence::InitLeaseNotify();
 	fence::DefineQueueSettings();
+	fence::InitOnceSettings();
 	fence::InitShmem();
 	MarkGUCPrefixReserved("fence");
 }

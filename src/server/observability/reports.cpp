@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * reports.cpp
- *	  The LOG signals of stale writes, stale completions of jobs and lease
- *	  takeovers (stats.hpp), each
+ *	  The LOG signals of stale writes, stale completions of jobs, and lease
+ *	  and idempotency-key takeovers (stats.hpp), each
  *	  also counted in fence.stats().  The lines are written with or without
  *	  shared memory.
  *
@@ -47,6 +47,18 @@ ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 ex
 						 " -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
 						 name, old_token, new_token, expired_usecs / 1000),
 				  errhidestmt(true)));
+}
+
+void
+ReportOnceTakeover(const char *key, int key_len, int64 old_token, int64 new_token,
+				   int64 expired_usecs)
+{
+	StatsCount(StatKind::kLeaseTakeovers);
+	ereport(LOG,
+			(errmsg("pg_fence: idempotency key taken over after expiry: \"%s\" token " INT64_FORMAT
+					" -> " INT64_FORMAT ", expired " INT64_FORMAT " ms ago",
+					ClipForMessage(key, key_len), old_token, new_token, expired_usecs / 1000),
+			 errhidestmt(true)));
 }
 
 } /* namespace fence */

@@ -105,4 +105,13 @@ void ReportStaleCompletion(int64 job_id, int64 presented, int64 current, const c
  */
 void ReportLeaseTakeover(const char *name, int64 old_token, int64 new_token, int64 expired_usecs);
 
+/*
+ * An idempotency key whose owner's lease had expired was taken over
+ * (src/server/once/once.cpp): counts it in lease_takeovers and writes the LOG line
+ *	 pg_fence: idempotency key taken over after expiry: "<key>" token <old> -> <new>, expired <n> ms ago
+ * (the key quoted up to 256 bytes, then "...").
+ */
+void ReportOnceTakeover(const char *key, int key_len, int64 old_token, int64 new_token,
+						int64 expired_usecs);
+
 } /* namespace fence */

@@ -22,7 +22,10 @@
  *						reads or changes the lease's row (leases.hpp);
  *	 kMarkLockTagClass	the lock of one resource of a guarded table
  *						(src/server/writes/insert_marks.cpp), taken by its writers;
- *						the hash is of (guard number, resource hash).
+ *						the hash is of (guard number, resource hash);
+ *	 kOnceLockTagClass	the per-key lock an idempotency-key function holds
+ *						while it reads or changes the key's row
+ *						(src/server/once/once.cpp).
  *
  * The hash is hash_bytes_extended() with a pg_fence seed: 64 bits, not the
  * 32 of hashtext(), so distinct names do not share a lock in practice (a
@@ -51,8 +54,14 @@ constexpr uint16 kLeaseLockTagClass = 0x6666;
 /* Tag class of the lock of one resource of a guarded table; "fg" in ASCII. */
 constexpr uint16 kMarkLockTagClass = 0x6667;
 
+/* Tag class of the per-key lock of an idempotency key; "fo" in ASCII. */
+constexpr uint16 kOnceLockTagClass = 0x666f;
+
 static_assert(kLockTagClass > 2 && kLeaseLockTagClass > 2 && kMarkLockTagClass > 2,
 			  "pg_fence's tag classes differ from pg_advisory_*'s");
+static_assert(kOnceLockTagClass > 2 && kOnceLockTagClass != kLockTagClass &&
+				  kOnceLockTagClass != kLeaseLockTagClass && kOnceLockTagClass != kMarkLockTagClass,
+			  "the idempotency keys' tag class differs from the others");
 static_assert(kLockTagClass != kLeaseLockTagClass && kLockTagClass != kMarkLockTagClass &&
 				  kLeaseLockTagClass != kMarkLockTagClass,
 			  "pg_fence's tag classes differ from each other");
