@@ -35,6 +35,7 @@
 #include "pg_fence/fenced_update.hpp"
 #include "pg_fence/lease.hpp"
 #include "pg_fence/loss.hpp"
+#include "pg_fence/once.hpp"
 #include "pg_fence/session_lock.hpp"
 #include "pg_fence/session_monitor.hpp"
 

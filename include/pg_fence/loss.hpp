@@ -34,8 +34,9 @@ struct LossState;
  * std::stop_token, `while (!tok.stop_requested()) { ...one step... }`.
  *
  * stop_requested() becomes true, and stays true, when the lock is lost
- * (Lease::lost(), SessionLock::lost()) or released (release() or
- * destruction of the Lease or SessionLock, or a move-assignment over it).
+ * (Lease::lost(), SessionLock::lost(), Once::lost()) or released (release()
+ * or destruction of the Lease or SessionLock, or a move-assignment over it;
+ * Once::finish() and Once::release()).
  * A default-constructed LossToken is always "stop requested".
  * Thread-safe: any number of threads may call it at once, before and after
  * the Lease or SessionLock is destroyed.  Never throws.
@@ -55,6 +56,7 @@ public:
 
 private:
 	friend class Lease;
+	friend class Once;
 	friend class SessionLock;
 	explicit LossToken(std::shared_ptr<const detail::LossState> state) : state_(std::move(state)) {}
 	std::shared_ptr<const detail::LossState> state_;

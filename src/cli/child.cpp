@@ -67,19 +67,35 @@ ResetHandlersInChild()
 	sigaction(SIGCHLD, &g_original[kNumForwarded], nullptr);
 }
 
-/* The environment of the command: ours, with FENCE_TOKEN and FENCE_NAME set. */
+/* True if `entry` ("NAME=VALUE") sets a variable that one of `extra` sets too. */
+bool
+SetByExtra(const char *entry, const std::vector<std::string> &extra)
+{
+	for (const auto &x : extra)
+	{
+		std::size_t eq = x.find('=');
+		if (eq != std::string::npos && std::strncmp(entry, x.c_str(), eq + 1) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The environment of the command: ours, with FENCE_TOKEN, FENCE_NAME and `extra` set. */
 std::vector<std::string>
-CommandEnvironment(std::int64_t token, const std::string &name)
+CommandEnvironment(std::int64_t token, const std::string &name,
+				   const std::vector<std::string> &extra)
 {
 	std::vector<std::string> env;
 	for (char **e = environ; *e; e++)
 	{
-		if (std::strncmp(*e, "FENCE_TOKEN=", 12) == 0 || std::strncmp(*e, "FENCE_NAME=", 11) == 0)
+		if (std::strncmp(*e, "FENCE_TOKEN=", 12) == 0 || std::strncmp(*e, "FENCE_NAME=", 11) == 0 ||
+			SetByExtra(*e, extra))
 			continue;
 		env.emplace_back(*e);
 	}
 	env.push_back("FENCE_TOKEN=" + std::to_string(token));
 	env.push_back("FENCE_NAME=" + name);
+	env.insert(env.end(), extra.begin(), extra.end());
 	return env;
 }
 
@@ -179,7 +195,7 @@ TakeTerminal(pid_t pgrp)
 pid_t
 StartCommand(const RunOptions &o, std::int64_t token)
 {
-	std::vector<std::string> env = CommandEnvironment(token, o.name);
+	std::vector<std::string> env = CommandEnvironment(token, o.name, o.env);
 	std::vector<char *>      envp, argv;
 	for (auto &s : env)
 		envp.push_back(s.data());

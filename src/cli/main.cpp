@@ -10,6 +10,8 @@
  *	  pg_fence elect NAME [--ttl TTL] [--candidate ID] [--wait DURATION]
  *	                 [--dbname CONNINFO] -- COMMAND [ARGS...]
  *	  pg_fence leader [--dbname CONNINFO] [--watch [--count N]] NAME
+ *	  pg_fence once KEY [--ttl TTL] [--fingerprint F] [--key-per day|hour]
+ *	                [--dbname CONNINFO] -- COMMAND [ARGS...]
  *	  pg_fence status [--dbname CONNINFO] [--watch [--interval DURATION]
  *	                  [--count N]] [NAME]
  *
@@ -48,6 +50,8 @@
  *	  status.cpp     `pg_fence status` and its table
  *	  leader.cpp     `pg_fence leader [--watch]` (`elect` is RunLease with a
  *	                 campaign: options.cpp ParseElect, supervise.cpp)
+ *	  once.cpp       `pg_fence once` (idempotency keys, fence::Once; the
+ *	                 command supervised by supervise.cpp's Supervise)
  * Lease renewal and session checks are in the client library
  * (include/pg_fence/lease.hpp, session_monitor.hpp).
  *
@@ -69,6 +73,7 @@
 #include "cli.hpp"
 #include "internal.hpp"
 #include "leader.hpp"
+#include "once.hpp"
 #include "options.hpp"
 #include "pg_fence/client.hpp"
 #include "status.hpp"
@@ -86,6 +91,7 @@ const char kUsage[] =
 	"  pg_fence elect NAME [--ttl TTL] [--candidate ID] [--wait DURATION] -- COMMAND [ARG]...\n"
 	"  pg_fence leader [--dbname CONNINFO] NAME\n"
 	"  pg_fence leader --watch [--count N] [--dbname CONNINFO] NAME\n"
+	"  pg_fence once KEY [--ttl TTL] [--fingerprint F] [--key-per day|hour] -- COMMAND [ARG]...\n"
 	"  pg_fence status [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence status --watch [--interval DURATION] [--count N] [--dbname CONNINFO] [NAME]\n"
 	"  pg_fence --help | --version\n"
@@ -111,6 +117,15 @@ const char kUsage[] =
 	"  -w, --watch          print a line for each change, as it happens:\n"
 	"                       TIME leader CANDIDATE TERM, or TIME none\n"
 	"  -c, --count N        stop after N lines (default: until interrupted)\n"
+	"Options for once (run COMMAND only if the idempotency key KEY is not done:\n"
+	"exit 0 records it done, another exit releases it for a retry; FENCE_TOKEN,\n"
+	"FENCE_KEY and FENCE_STEP, the step a previous owner reached, are exported):\n"
+	"  --ttl TTL            the key's lease while COMMAND runs, renewed every TTL/3\n"
+	"                       (default 30s)\n"
+	"  --fingerprint F      what identifies this request (e.g. a hash of its input):\n"
+	"                       a key done or running with another one exits 65\n"
+	"  --key-per day|hour   append the server's UTC date (KEY:YYYY-MM-DD) or hour\n"
+	"                       (KEY:YYYY-MM-DDTHH) to KEY: at most once per period\n"
 	"Options for status:\n"
 	"  -w, --watch          redraw every --interval, like top: held locks and leases,\n"
 	"                       waiters and how long they have waited, the counters\n"
@@ -127,8 +142,10 @@ const char kUsage[] =
 	"with --lease or --semaphore, ^Z is refused.\n"
 	"\n"
 	"Exit status: the command's own (128+N if killed by signal N); 75 lock busy\n"
-	"(every permit held, with --semaphore);\n"
-	"73 --wait timed out (elect: not elected in time); 74 lock (leadership) lost\n"
+	"(every permit held, with --semaphore; once: KEY in progress elsewhere);\n"
+	"0 without running COMMAND when once's KEY is already done; 65 once's KEY\n"
+	"used with another fingerprint;\n"
+	"73 --wait timed out (elect: not elected in time); 74 lock (leadership, key) lost\n"
 	"while the command ran; 1 no leader (pg_fence leader); 69 cannot connect\n"
 	"or pg_fence not installed; 64 usage error; 70 internal error; 126/127 the\n"
 	"command cannot be executed / was not found.\n";
@@ -194,6 +211,8 @@ main(int argc, char **argv)
 			return RunLease(ParseElect(rest));
 		if (cmd == "leader")
 			return Leader(ParseLeader(rest));
+		if (cmd == "once")
+			return RunOnce(ParseOnce(rest));
 		if (cmd == "status")
 			return Status(rest);
 		throw UsageError{"unknown command \"" + cmd + "\" (try pg_fence --help)"};

@@ -32,10 +32,13 @@ struct RunOptions
 	std::optional<milliseconds> wait;
 	int                         permits = 0;   /* --semaphore N: a permit of N; 0: a lease */
 	bool                        elect = false; /* `elect`: campaign, holder is the candidate */
+	bool                        once = false;  /* `once`: NAME is an idempotency key (once.cpp) */
 	std::string                 holder;
 	std::string                 conninfo;
 	std::string                 name;
 	std::vector<std::string>    command;
+	/* NAME=VALUE pairs added to the command's environment (once: FENCE_KEY, FENCE_STEP). */
+	std::vector<std::string> env;
 };
 
 /* Parses what follows "run"; throws UsageError, or HelpRequested for --help / -h. */

@@ -67,23 +67,7 @@ constexpr milliseconds kSessionCheckTimeout(3000);
 /* `elect` without --wait campaigns until elected, one server-side wait of this length at a time. */
 constexpr milliseconds kCampaignChunk(600000);
 
-/* What Supervise asks the runner about its lock. */
-struct LockWatch
-{
-	/* True once the lock is lost, and then *why says why.  Asked every 200 ms and on every self-pipe byte. */
-	std::function<bool(std::string *why)> lost;
-	/* ^Z of an interactive --session job: pg_fence is about to stop itself (raise(SIGSTOP)). */
-	std::function<void()> suspending = [] {};
-	/* ...and has been continued: find out whether the lock is still held, before lost() is asked. */
-	std::function<void()> resumed = [] {};
-	/*
-	 * A lease's local deadline (the loss, SIGTERM), if the lock has one:
-	 * the loop wakes up for it, and SIGKILL lands at most `grace` after it.
-	 */
-	std::function<std::optional<Clock::time_point>()> deadline = [] {
-		return std::optional<Clock::time_point>();
-	};
-};
+} // namespace
 
 /*
  * Waits for the command, forwarding signals, and stops it if `watch.lost()`
@@ -151,8 +135,10 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 			{
 				was_lost = true;
 				Msg("lost the %s \"%s\" (%s); stopping the command: SIGTERM now, SIGKILL in %s",
-					o.elect ? "leadership of" : "lock", o.name.c_str(), why.c_str(),
-					FormatDuration(grace).c_str());
+					o.elect  ? "leadership of"
+					: o.once ? "idempotency key"
+							 : "lock",
+					o.name.c_str(), why.c_str(), FormatDuration(grace).c_str());
 				/* SIGCONT too: a stopped command acts on SIGTERM only once continued. */
 				kill(-child, SIGTERM);
 				kill(-child, SIGCONT);
@@ -214,6 +200,8 @@ Supervise(pid_t child, const RunOptions &o, milliseconds grace, const LockWatch 
 		return 128 + WTERMSIG(status);
 	return kExitInternal;
 }
+
+namespace {
 
 /* A server error after which campaigning again may succeed (pq_conn.cpp's IsTransient). */
 bool

@@ -73,6 +73,18 @@ LeaseImpl::~LeaseImpl()
 		::close(stop_wr);
 }
 
+void
+LeaseImpl::StopRenewer() noexcept
+{
+	/* Wake the renewer: its sleep and every network wait watch this pipe. */
+	char one = 1;
+	while (stop_wr >= 0 && ::write(stop_wr, &one, 1) < 0 && errno == EINTR)
+	{
+	}
+	if (renewer.joinable())
+		renewer.join();
+}
+
 /* The statement that renews (or releases, or acquires) in one round trip. */
 std::string
 LeaseImpl::Call(const char *function, Clock::duration time_left, bool with_ttl,
@@ -408,13 +420,7 @@ Lease::release()
 	if (im.finished)
 		return false;
 	im.finished = true;
-	/* Wake the renewer: its sleep and every network wait watch this pipe. */
-	char one = 1;
-	while (::write(im.stop_wr, &one, 1) < 0 && errno == EINTR)
-	{
-	}
-	if (im.renewer.joinable())
-		im.renewer.join();
+	im.StopRenewer();
 
 	bool        released = false;
 	bool        failed = false;
@@ -428,8 +434,8 @@ Lease::release()
 			r = im.Connect(deadline, -1);
 		if (r.ok())
 		{
-			sql = im.Call(im.campaign ? "resign" : "lease_release", deadline - Clock::now(), false,
-						  true);
+			sql = im.Call(im.campaign ? "resign" : im.release_function, deadline - Clock::now(),
+						  false, true);
 			r = im.conn.Exec(sql, deadline, -1);
 		}
 		if (r.ok())

@@ -54,9 +54,18 @@ struct LeaseImpl
 	std::chrono::milliseconds connect_timeout{0};
 	int                       permits = 0;      /* 0: a lease; else a semaphore permit */
 	bool                      campaign = false; /* fence.campaign / fence.resign */
-	Lease::LossCallback       on_lost;
-	RetryCallback             on_retry;
-	std::int64_t              token = 0;
+	/*
+	 * The functions that renew and release: fence.<renew_function>(name,
+	 * token, ttl) -> boolean and fence.<release_function>(name, token) ->
+	 * boolean.  A lease's and a semaphore permit's; fence::Once (once.cpp)
+	 * renews a key it owns with once_renew and gives it up with
+	 * once_release through the same renewer.
+	 */
+	const char         *renew_function = "lease_renew";
+	const char         *release_function = "lease_release";
+	Lease::LossCallback on_lost;
+	RetryCallback       on_retry;
+	std::int64_t        token = 0;
 
 	PqConn                     conn; /* the renewer's, then release()'s */
 	std::atomic<int>           backend_pid{0};
@@ -98,6 +107,9 @@ struct LeaseImpl
 
 	/* Connects `conn`, bounded by `deadline` and connect_timeout; sets backend_pid (lease.cpp). */
 	PqOutcome Connect(Clock::time_point deadline, int stop_fd);
+
+	/* Asks the renewer to stop and joins it; idempotent, never throws (lease.cpp). */
+	void StopRenewer() noexcept;
 
 	/* The renewer thread's body; nothing escapes it (lease_renewer.cpp). */
 	void RenewerLoop() noexcept;

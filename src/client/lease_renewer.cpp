@@ -156,7 +156,7 @@ LeaseImpl::RenewerLoopBody()
 			std::string sql;
 			try
 			{
-				sql = Call("lease_renew", deadline - sent, true, true);
+				sql = Call(renew_function, deadline - sent, true, true);
 			}
 			catch (...)
 			{

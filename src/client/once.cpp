@@ -1,0 +1,428 @@
+/*-------------------------------------------------------------------------
+ *
+ * once.cpp
+ *	  fence::Once: begin an idempotency key, keep it while owned, record
+ *	  its steps, finish or release it.
+ *
+ * Two connections while the key is owned, one when it is not:
+ *  - the Once's own (libpqxx), made by begin(): fence.once_begin, and
+ *    later once_step, once_finish and once_release from the caller's
+ *    thread.  Closed at once when the key is not owned;
+ *  - the renewer's (libpq, every wait bounded by the local deadline):
+ *    the renewer of fence::Lease (lease_impl.hpp, lease_renewer.cpp), set
+ *    to call fence.once_renew(key, token, ttl) instead of lease_renew.  It
+ *    keeps the key, and its loss state (loss_state.hpp) is what lost(),
+ *    the LossToken and the callback report, with the same rules as a
+ *    lease's: the local deadline counts from the moment once_begin or the
+ *    last successful renewal was *sent*.
+ * finish() and release() stop the renewer first (through its stop pipe),
+ * so that no renewal runs after the key is done or given up (it would be
+ * refused, and reported as a loss).
+ *
+ * Copyright (c) 2026, The pg_fence Developers
+ *
+ * IDENTIFICATION
+ *	  src/client/once.cpp
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_fence/once.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include <pqxx/connection>
+#include <pqxx/nontransaction>
+#include <pqxx/pqxx>
+
+#include "internal.hpp"
+#include "lease_impl.hpp"
+#include "pqxx_compat.hpp"
+
+namespace fence {
+
+namespace detail {
+
+struct OnceImpl
+{
+	std::string                       key;
+	OnceStatus                        status = OnceStatus::kMismatch;
+	std::int64_t                      token = 0;
+	std::optional<std::string>        step;
+	std::optional<std::string>        response;
+	std::unique_ptr<pqxx::connection> conn; /* the Once's own; null when not owned */
+	/* The renewer and the loss state; null unless the key was owned (kNew). */
+	std::shared_ptr<LeaseImpl> lease;
+	bool                       ended = false; /* finished or released (or given up) */
+};
+
+namespace {
+
+/* SQL literal of an optional text: 'quoted' or NULL. */
+std::string
+OptLiteral(pqxx::transaction_base &tx, const std::optional<std::string> &v)
+{
+	return v ? tx.quote(*v) : std::string("NULL");
+}
+
+} // namespace
+
+} // namespace detail
+
+using detail::Clock;
+using detail::LeaseImpl;
+using detail::OnceImpl;
+
+const char *
+to_string(OnceStatus status) noexcept
+{
+	switch (status)
+	{
+		case OnceStatus::kNew:
+			return "new";
+		case OnceStatus::kInProgress:
+			return "in_progress";
+		case OnceStatus::kDone:
+			return "done";
+		case OnceStatus::kMismatch:
+			return "mismatch";
+	}
+	return "unknown";
+}
+
+Once::Once(std::unique_ptr<OnceImpl> impl) noexcept : impl_(std::move(impl))
+{
+}
+
+Once::Once(Once &&other) noexcept = default;
+
+Once &
+Once::operator=(Once &&other) noexcept
+{
+	if (this != &other)
+	{
+		Shutdown();
+		impl_ = std::move(other.impl_);
+	}
+	return *this;
+}
+
+Once::~Once()
+{
+	Shutdown();
+}
+
+Once
+Once::begin(const std::string &conninfo, const std::string &key, std::chrono::milliseconds ttl,
+			const std::optional<std::string> &fingerprint, OnceOptions options)
+{
+	if (key.empty())
+		throw std::invalid_argument("pg_fence: idempotency key must not be empty");
+	if (key.size() > client_internal::kMaxNameBytes)
+		throw std::invalid_argument("pg_fence: idempotency key is longer than 1024 bytes");
+	if (key.find('\0') != std::string::npos)
+		throw std::invalid_argument("pg_fence: idempotency key must not contain a NUL byte");
+	if (fingerprint && fingerprint->find('\0') != std::string::npos)
+		throw std::invalid_argument("pg_fence: fingerprint must not contain a NUL byte");
+	if (ttl < std::chrono::milliseconds(3))
+		throw std::invalid_argument(
+			"pg_fence: idempotency key TTL must be at least 3 milliseconds");
+	if (options.safety_margin < std::chrono::milliseconds::zero() ||
+		options.safety_margin >= ttl - lease_clock_allowance(ttl))
+		throw std::invalid_argument("pg_fence: safety margin must be at least zero and less than "
+									"the TTL less its clock allowance (TTL/500)");
+	if (options.renew_interval < std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: renew interval must not be negative");
+	if (options.connect_timeout <= std::chrono::milliseconds::zero())
+		throw std::invalid_argument("pg_fence: connect timeout must be greater than zero");
+
+	auto impl = std::make_unique<OnceImpl>();
+	impl->key = key;
+	impl->conn = std::make_unique<pqxx::connection>(conninfo);
+	pqxx_compat::NoReactivation(*impl->conn);
+
+	/* The local deadline counts from here: the server's TTL starts later. */
+	const Clock::time_point sent = Clock::now();
+	std::string             status;
+	{
+		pqxx::nontransaction tx(*impl->conn);
+		const std::string    sql =
+			"SELECT status, token, response::text, step FROM fence.once_begin(" + tx.quote(key) +
+			", " + tx.quote(client_internal::IntervalLiteral(ttl)) + "::interval, " +
+			detail::OptLiteral(tx, fingerprint) + ")";
+		pqxx::row r = pqxx_compat::Exec1(tx, sql);
+		status = r[0].c_str();
+		if (!r[1].is_null())
+			impl->token = r[1].as<std::int64_t>();
+		if (!r[2].is_null())
+			impl->response = r[2].c_str();
+		if (!r[3].is_null())
+			impl->step = r[3].c_str();
+	}
+	if (status == "new")
+		impl->status = OnceStatus::kNew;
+	else if (status == "in_progress")
+		impl->status = OnceStatus::kInProgress;
+	else if (status == "done")
+		impl->status = OnceStatus::kDone;
+	else if (status == "mismatch")
+		impl->status = OnceStatus::kMismatch;
+	else
+		throw std::runtime_error("pg_fence: fence.once_begin returned an unknown status \"" +
+								 status + "\"");
+
+	if (impl->status != OnceStatus::kNew)
+	{
+		impl->token = 0;
+		impl->ended = true;
+		pqxx_compat::Close(*impl->conn);
+		impl->conn.reset();
+		return Once(std::move(impl));
+	}
+	if (impl->token <= 0)
+		throw std::runtime_error("pg_fence: fence.once_begin returned 'new' without a token");
+
+	/* Owned: the lease renewer keeps the key, with once_renew / once_release. */
+	auto lease = std::make_shared<LeaseImpl>();
+	lease->conninfo = conninfo;
+	lease->name = key;
+	lease->ttl = ttl;
+	lease->interval = options.renew_interval > std::chrono::milliseconds::zero()
+						  ? options.renew_interval
+						  : ttl / 3;
+	lease->margin = options.safety_margin;
+	lease->connect_timeout = options.connect_timeout;
+	lease->on_lost = std::move(options.on_lost);
+	lease->on_retry = std::move(options.on_retry);
+	lease->token = impl->token;
+	lease->renew_function = "once_renew";
+	lease->release_function = "once_release";
+	int fds[2];
+	if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+		throw std::system_error(errno, std::generic_category(), "pg_fence: pipe");
+	lease->stop_rd = fds[0];
+	lease->stop_wr = fds[1];
+	std::int64_t d = detail::ToNs(lease_local_deadline(sent, ttl, lease->margin));
+	lease->state->last_deadline.store(d);
+	lease->state->deadline.store(d);
+	impl->lease = lease;
+	/*
+	 * The renewer's connection now rather than at the first renewal, TTL/3
+	 * away: a slow connection then eats no renewal time.  A failure here is
+	 * the renewer's to retry, until the deadline.
+	 */
+	(void) lease->Connect(detail::FromNs(d), lease->stop_rd);
+	/*
+	 * From here the key is ours: should starting the thread fail, the
+	 * destructor of `once` releases it.
+	 */
+	Once       once(std::move(impl));
+	LeaseImpl *raw = lease.get();
+	lease->renewer = std::thread([raw] { raw->RenewerLoop(); });
+	return once;
+}
+
+Once::Status
+Once::status() const noexcept
+{
+	return impl_ ? impl_->status : OnceStatus::kMismatch;
+}
+
+const std::string &
+Once::key() const noexcept
+{
+	static const std::string empty;
+	return impl_ ? impl_->key : empty;
+}
+
+std::int64_t
+Once::token() const noexcept
+{
+	return impl_ ? impl_->token : 0;
+}
+
+const std::optional<std::string> &
+Once::step() const noexcept
+{
+	static const std::optional<std::string> none;
+	return impl_ ? impl_->step : none;
+}
+
+const std::optional<std::string> &
+Once::response() const noexcept
+{
+	static const std::optional<std::string> none;
+	return impl_ ? impl_->response : none;
+}
+
+bool
+Once::owned() const noexcept
+{
+	return impl_ && impl_->lease && !impl_->ended && !impl_->lease->state->CheckLost();
+}
+
+bool
+Once::lost() const noexcept
+{
+	return impl_ && impl_->lease && impl_->lease->state->CheckLost();
+}
+
+LossToken
+Once::loss_token() const
+{
+	return impl_ && impl_->lease ? LossToken(impl_->lease->state) : LossToken();
+}
+
+std::chrono::steady_clock::time_point
+Once::deadline() const noexcept
+{
+	if (!impl_ || !impl_->lease)
+		return {};
+	return detail::FromNs(impl_->lease->state->last_deadline.load());
+}
+
+namespace {
+
+/* step() and finish() need the key still in hand (lost is allowed: the server decides). */
+void
+RequireOwner(const std::unique_ptr<OnceImpl> &impl, const char *what)
+{
+	if (!impl || !impl->lease)
+		throw std::logic_error(std::string("pg_fence: Once::") + what +
+							   ": the key is not owned (once_begin did not answer 'new')");
+	if (impl->ended)
+		throw std::logic_error(std::string("pg_fence: Once::") + what +
+							   ": the key was already finished or released");
+}
+
+/* A token refused by the server: the key is not ours any more. */
+void
+Superseded(OnceImpl &im)
+{
+	if (im.lease->state->MarkLost())
+		im.lease->ReportLoss(LossReason::kRefused,
+							 "the idempotency key is no longer this token's: it expired and was "
+							 "taken over, or was finished or released");
+}
+
+} // namespace
+
+bool
+Once::step(pqxx::transaction_base &tx, const std::string &name)
+{
+	RequireOwner(impl_, "step");
+	pqxx::row r =
+		pqxx_compat::Exec1(tx, "SELECT fence.once_step(" + tx.quote(impl_->key) + ", " +
+								   std::to_string(impl_->token) + ", " + tx.quote(name) + ")");
+	bool ok = !r[0].is_null() && r[0].as<bool>();
+	if (!ok)
+		Superseded(*impl_);
+	return ok;
+}
+
+bool
+Once::step(const std::string &name)
+{
+	RequireOwner(impl_, "step");
+	pqxx::nontransaction tx(*impl_->conn);
+	return step(tx, name);
+}
+
+bool
+Once::finish(pqxx::transaction_base &tx, const std::optional<std::string> &response)
+{
+	RequireOwner(impl_, "finish");
+	OnceImpl &im = *impl_;
+	/* No renewal after this: it would find the key done and call that a loss. */
+	im.lease->StopRenewer();
+	im.ended = true;
+	pqxx::row r = pqxx_compat::Exec1(
+		tx, "SELECT fence.once_finish(" + tx.quote(im.key) + ", " + std::to_string(im.token) +
+				", " + (response ? tx.quote(*response) + "::jsonb" : std::string("NULL::jsonb")) +
+				")");
+	bool ok = !r[0].is_null() && r[0].as<bool>();
+	if (ok)
+		im.lease->state->MarkReleased();
+	else
+		Superseded(im);
+	im.lease->conn.Close();
+	im.lease->backend_pid.store(0);
+	return ok;
+}
+
+bool
+Once::finish(const std::optional<std::string> &response)
+{
+	RequireOwner(impl_, "finish");
+	pqxx::nontransaction tx(*impl_->conn);
+	return finish(tx, response);
+}
+
+bool
+Once::release()
+{
+	if (!impl_ || !impl_->lease || impl_->ended)
+		return false;
+	OnceImpl &im = *impl_;
+	im.lease->StopRenewer();
+	im.ended = true;
+	bool released = false;
+	if (!im.lease->state->CheckLost())
+	{
+		try
+		{
+			pqxx::nontransaction tx(*im.conn);
+			pqxx::row r = pqxx_compat::Exec1(tx, "SELECT fence.once_release(" + tx.quote(im.key) +
+													 ", " + std::to_string(im.token) + ")");
+			released = !r[0].is_null() && r[0].as<bool>();
+		}
+		catch (...)
+		{
+			im.lease->state->MarkReleased();
+			im.lease->conn.Close();
+			throw;
+		}
+	}
+	im.lease->state->MarkReleased();
+	im.lease->conn.Close();
+	im.lease->backend_pid.store(0);
+	return released;
+}
+
+void
+Once::Shutdown() noexcept
+{
+	if (!impl_)
+		return;
+	try
+	{
+		release();
+	}
+	catch (...)
+	{
+		/* The key's lease expires after its TTL; the next begin() takes it over. */
+	}
+	if (impl_->lease)
+	{
+		impl_->lease->StopRenewer();
+		impl_->lease->state->MarkReleased();
+	}
+	if (impl_->conn)
+	{
+		try
+		{
+			pqxx_compat::Close(*impl_->conn);
+		}
+		catch (...)
+		{
+		}
+	}
+	impl_.reset();
+}
+
+} // namespace fence
