@@ -165,27 +165,14 @@ GRANT SELECT ON fence.jobs TO PUBLIC;
 COMMENT ON VIEW fence.jobs IS
 'pg_fence job queue: one row per job the caller may see (enqueued by a role whose privileges it has; every job for superusers and members of fence_admin): queue, id, state (queued, running, completed, failed, cancelled), attempt (claims so far), max_attempts, priority (higher runs first), token (of the current or last claim), holder (claim''s holder text), run_at (when a queued job is runnable), claimed_until (a running job''s claim expiry), last_error, unique_key, payload, result, created_at, finished_at.';
 
+-- Counts only, so every queue's for pg_read_all_stats (pg_monitor) too, as
+-- pg_stat_activity shows every session to them: an exporter's role needs
+-- neither fence_admin nor membership in the enqueuing roles.
 CREATE FUNCTION fence.queue_stats()
 RETURNS TABLE(queue text, runnable bigint, scheduled bigint, running bigint, completed bigint,
               failed bigint, cancelled bigint, oldest_runnable_age interval)
-LANGUAGE sql VOLATILE PARALLEL SAFE SECURITY INVOKER
-BEGIN ATOMIC
-SELECT j.queue,
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'queued'
-                                     AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()),
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'queued'
-                                     AND j.run_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()),
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'running'),
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'completed'),
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'failed'),
-       pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'cancelled'),
-       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-)
-           pg_catalog.min(j.run_at) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'queued'
-                                              AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp())
-  FROM fence.jobs AS j
- GROUP BY j.queue
- ORDER BY j.queue;
-END;
+AS 'MODULE_PATHNAME', 'fence_queue_stats'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 
 COMMENT ON FUNCTION fence.queue_stats() IS
-'pg_fence job queue: one row per queue with jobs the caller may see (as fence.jobs): runnable (queued, run_at come), scheduled (queued, run_at in the future), running, completed, failed (for good), cancelled, and oldest_runnable_age (how long the oldest runnable job has been runnable, server clock; NULL when none). Finished jobs count until fence.queue_purge removes them.';
+'pg_fence job queue: one row per queue with jobs the caller may see (as fence.jobs; every job for superusers and members of fence_admin or pg_read_all_stats, e.g. pg_monitor, since it shows counts only): runnable (queued, run_at come), scheduled (queued, run_at in the future), running, completed, failed (for good), cancelled, and oldest_runnable_age (how long the oldest runnable job has been runnable, server clock; NULL when none). Finished jobs count until fence.queue_purge removes them.';

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * reports.cpp
- *	  The LOG signals of stale writes, stale completions of jobs, and lease
- *	  and idempotency-key takeovers (stats.hpp), each
- *	  also counted in fence.stats().  The lines are written with or without
+ *	  The LOG signals of stale writes, stale completions of jobs, lease and
+ *	  idempotency-key takeovers (stats.hpp), each also counted in
+ *	  fence.stats(), and of job claims taken over.  The lines are written with or without
  *	  shared memory.
  *
  * Copyright (c) 2026, The pg_fence Developers
@@ -37,6 +37,26 @@ ReportStaleCompletion(int64 job_id, int64 presented, int64 current, const char *
 						 " token " INT64_FORMAT ", current token " INT64_FORMAT " (%s)",
 						 job_id, presented, current, state),
 				  errhidestmt(true)));
+}
+
+void
+ReportJobTakeover(int64 job_id, int64 old_token, int64 new_token, int64 ended_usecs)
+{
+	ereport(LOG, (errmsg("pg_fence: job claim taken over: job " INT64_FORMAT " token " INT64_FORMAT
+						 " -> " INT64_FORMAT ", claim ended " INT64_FORMAT " ms ago",
+						 job_id, old_token, new_token, ended_usecs / 1000),
+				  errhidestmt(true)));
+}
+
+void
+ReportJobsRescued(uint64 jobs)
+{
+	ereport(
+		LOG,
+		(errmsg("pg_fence: job claims rescued after the claimant's session ended: " UINT64_FORMAT
+				" job(s)",
+				jobs),
+		 errhidestmt(true)));
 }
 
 void

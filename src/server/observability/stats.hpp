@@ -100,6 +100,20 @@ void ReportStaleWrite(const char *where, const char *resource, int64 presented, 
 void ReportStaleCompletion(int64 job_id, int64 presented, int64 current, const char *state);
 
 /*
+ * fence.claim took a running job whose claim had ended (expired, or its
+ * claiming session ended) with a new token: writes the LOG line
+ *	 pg_fence: job claim taken over: job <id> token <old> -> <new>, claim ended <n> ms ago
+ */
+void ReportJobTakeover(int64 job_id, int64 old_token, int64 new_token, int64 ended_usecs);
+
+/*
+ * A claim made the running jobs of a claimant whose session ended
+ * claimable at once: writes the LOG line
+ *	 pg_fence: job claims rescued after the claimant's session ended: <n> job(s)
+ */
+void ReportJobsRescued(uint64 jobs);
+
+/*
  * A lease that had expired was taken over: counts it and writes the LOG line
  *	 pg_fence: lease taken over after expiry: "<name>" token <old> -> <new>, expired <n> ms ago
  */

@@ -114,10 +114,7 @@ RescueEndedClaims(const ClaimSpec *spec, TimestampTz now)
 				WakeQueueWaitersAtCommit(key, 1);
 		}
 		if (rescued > 0)
-			ereport(LOG, (errmsg("pg_fence: job claims rescued after the claimant's session "
-								 "ended: " UINT64_FORMAT " job(s)",
-								 rescued),
-						  errhidestmt(true)));
+			ReportJobsRescued(rescued);
 	}
 }
 
@@ -178,6 +175,15 @@ ClaimBatch(QueueCall *call, const ClaimSpec *spec, TimestampTz now, int32 limit,
 		values[5] = TimestampTzGetDatum(expires);
 		if (QueueExec(kQClaimUpdate, values, nulls, SPI_OK_UPDATE_RETURNING) != 1)
 			elog(ERROR, "job " INT64_FORMAT " changed while locked", id);
+		if (rescue)
+		{
+			bool        tn;
+			bool        en;
+			int64       old_token = DatumGetInt64(SPI_getbinval(tup, desc, 5, &tn));
+			TimestampTz ended = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &en));
+
+			ReportJobTakeover(id, tn ? 0 : old_token, token, en ? 0 : now - ended);
+		}
 
 		Datum row[4];
 		bool  row_nulls[4] = {false, false, false, false};

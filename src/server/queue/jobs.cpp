@@ -2,7 +2,8 @@
  *
  * jobs.cpp
  *	  Putting jobs in and taking them out: fence.enqueue, the operator
- *	  actions fence.cancel and fence.retry, and fence.queue_purge.
+ *	  actions fence.cancel and fence.retry, fence.queue_purge, and
+ *	  fence.queue_stats.
  *
  * enqueue inserts the row in the caller's transaction (a rollback takes it
  * back: it never runs) and wakes waiting claimers of the queue at commit
@@ -29,8 +30,11 @@
 
 extern "C" {
 #include "common/int.h"
+#include "catalog/pg_authid.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 }
 
@@ -211,9 +215,57 @@ QueuePurge(FunctionCallInfo fcinfo)
 	PG_RETURN_INT64((int64) n);
 }
 
+/*
+ * Counts of every queue's jobs the caller may see; every job's for
+ * superusers, members of fence_admin and roles with the privileges of
+ * pg_read_all_stats (pg_monitor's members: the exporter's role), as
+ * pg_stat_activity shows every session to them.  Counts only: the jobs
+ * themselves (payloads, results) stay in fence.jobs, under its rules.
+ */
+Datum
+QueueStats(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+	QueueCall      call;
+
+	InitMaterializedSRF(fcinfo, 0);
+	QueueBegin(&call);
+
+	bool       every = call.admin || has_privs_of_role(call.caller, ROLE_PG_READ_ALL_STATS);
+	Datum      values[3] = {ObjectIdGetDatum(call.caller), BoolGetDatum(every),
+							TimestampTzGetDatum(GetCurrentTimestamp())};
+	const char nulls[3] = {' ', ' ', ' '};
+	uint64     n = QueueExec(kQStats, values, nulls, SPI_OK_SELECT);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum row[8];
+		bool  row_nulls[8];
+
+		for (int c = 0; c < 8; c++)
+			row[c] = QueueValue(i, c + 1, &row_nulls[c]);
+		/* the tuplestore copies the values */
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, row_nulls);
+	}
+	QueueEnd(&call);
+	return (Datum) 0;
+}
+
 } /* namespace */
 
 } /* namespace fence */
+
+/*
+ * fence.queue_stats() RETURNS TABLE(queue text, runnable bigint, scheduled
+ *		bigint, running bigint, completed bigint, failed bigint, cancelled
+ *		bigint, oldest_runnable_age interval)
+ *	 Per queue, counts of the jobs the caller may see (every job for
+ *	 superusers, fence_admin and pg_read_all_stats).  Takes no lock.
+ */
+FENCE_SQL_FUNCTION(fence_queue_stats)
+{
+	return fence::Entry(fcinfo, [](FunctionCallInfo fc) { return fence::QueueStats(fc); });
+}
 
 /*
  * fence.enqueue(queue text, payload jsonb, run_at timestamptz DEFAULT now(),

@@ -164,6 +164,20 @@ const StmtDef kStmts[kQNumStmts] = {
 	 "FOR UPDATE SKIP LOCKED))",
 	 2,
 	 {TIMESTAMPTZOID, INT4OID}},
+/* kQStats */
+#define Q_RUNNABLE "state OPERATOR(pg_catalog.=) 'queued' AND run_at OPERATOR(pg_catalog.<=) $3"
+	{"SELECT queue, "
+	 "pg_catalog.count(*) FILTER (WHERE " Q_RUNNABLE "), "
+	 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'queued' "
+	 "AND run_at OPERATOR(pg_catalog.>) $3), "
+	 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'running'), "
+	 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'completed'), "
+	 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'failed'), "
+	 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'cancelled'), "
+	 "$3 OPERATOR(pg_catalog.-) pg_catalog.min(run_at) FILTER (WHERE " Q_RUNNABLE ") "
+	 "FROM fence.queue_jobs WHERE " Q_MAY("$1", "$2") " GROUP BY queue ORDER BY queue",
+	 3,
+	 {OIDOID, BOOLOID, TIMESTAMPTZOID}},
 };
 
 SPIPlanPtr plans[kQNumStmts];

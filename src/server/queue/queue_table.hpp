@@ -52,6 +52,7 @@ enum QueueStmt
 	kQCancel,        /* ($1 id, $2 caller, $3 admin, $4 now): RETURNING queue */
 	kQRetry,         /* ($1 id, $2 caller, $3 admin, $4 now): RETURNING queue */
 	kQPurge,         /* ($1 cutoff, $2 limit): deletes finished jobs */
+	kQStats,         /* ($1 caller, $2 every job, $3 now): fence.queue_stats()'s rows */
 	kQNumStmts
 };
 

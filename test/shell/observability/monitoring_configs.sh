@@ -61,7 +61,7 @@ for fn, ms in (("pe", pe_metrics), ("se", se_metrics)):
 open(out + "/queries.txt", "w").write("\n".join(sorted(same)) + "\n")
 PY
 
-check "postgres_exporter's file defines 17 metrics" 17 "$(wc -l <"$T/pe.txt")"
+check "postgres_exporter's file defines 24 metrics" 24 "$(wc -l <"$T/pe.txt")"
 check "sql_exporter's collector: the same names, types, labels and help texts" \
 	"$(cat "$T/pe.txt")" "$(cat "$T/se.txt")"
 check "sql_exporter's collector: the same query and column for every metric" \

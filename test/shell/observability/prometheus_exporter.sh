@@ -73,6 +73,17 @@ q -c "CREATE TABLE acct (id int PRIMARY KEY, v int, fence bigint NOT NULL DEFAUL
 	-c "SELECT fence.guard('acct')" >/dev/null
 psql -X -q -c "UPDATE acct SET v = 2, fence = 3" >/dev/null 2>&1
 psql -X -q -c "UPDATE acct SET v = 2" >/dev/null 2>&1
+# the job queue, as the exporter's own role (a plain role counts its own
+# roles' jobs; pg_monitor members count every role's): 4 runnable and 1
+# scheduled enqueued, 2 claimed, 1 of them completed, 1 runnable cancelled
+q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET ROLE prom_reader;
+SELECT fence.enqueue('mail', '{}') FROM generate_series(1, 4);
+SELECT fence.enqueue('mail', '{}', run_at => clock_timestamp() + interval '1 hour');
+CREATE TEMP TABLE c AS SELECT * FROM fence.claim('mail', '1 hour', 2);
+SELECT fence.complete(job_id, token) FROM c ORDER BY job_id LIMIT 1;
+SELECT fence.cancel(max(id)) FROM fence.jobs WHERE state = 'queued' AND run_at <= clock_timestamp();
+SQL
 # a waiter, still waiting at the scrape (its wait is not counted yet)
 psql -X -q -c "SELECT fence.lock('held-1')" >/dev/null 2>&1 &
 for _ in $(seq 1 100); do
@@ -134,13 +145,19 @@ pg_fence_held_locks{kind=\"xact\"} 0
 pg_fence_lease_expirations_total 1
 pg_fence_lease_takeovers_total 1
 pg_fence_missing_tokens_total 1
+pg_fence_queue_cancelled{queue=\"mail\"} 1
+pg_fence_queue_completed{queue=\"mail\"} 1
+pg_fence_queue_failed{queue=\"mail\"} 0
+pg_fence_queue_runnable{queue=\"mail\"} 1
+pg_fence_queue_running{queue=\"mail\"} 1
+pg_fence_queue_scheduled{queue=\"mail\"} 1
 pg_fence_releases_total 1
 pg_fence_renewals_total 2
 pg_fence_stale_writes_rejected_total 2
 pg_fence_timeouts_total 1
 pg_fence_waiters 1
 pg_fence_waits_total 1" \
-	"$(samples | grep -v -E '^pg_fence_(wait_seconds_total|wait_max_seconds|longest_wait_seconds|stats_reset_timestamp_seconds) ')"
+	"$(samples | grep -v -E '^pg_fence_(wait_seconds_total|wait_max_seconds|longest_wait_seconds|stats_reset_timestamp_seconds|queue_oldest_runnable_age_seconds[^ ]*) ')"
 
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 >= b + 0) ? "yes" : "no: " a " < " b }'; }
 check "wait_seconds_total >= 0.2 (the timed-out wait)" yes "$(ge "$(value pg_fence_wait_seconds_total)" 0.2)"
@@ -157,9 +174,12 @@ check "stats_reset_timestamp_seconds is the time of fence.stats_reset()" "yes ye
 types=$(grep '^# TYPE pg_fence_' "$T/metrics" | awk '{ print $3, $4 }' | sort)
 bad=$(echo "$types" | awk '($1 ~ /_total$/) != ($2 == "counter") { print }')
 check "every pg_fence_*_total is a counter and every other one a gauge" "" "$bad"
-check "17 pg_fence metrics, each with a help text" "17 17" \
+check "queue_oldest_runnable_age_seconds > 0 (the runnable job)" yes \
+	"$(ge "$(value 'pg_fence_queue_oldest_runnable_age_seconds{queue="mail"}')" 0.000001)"
+check "24 pg_fence metrics, each with a help text" "24 24" \
 	"$(echo "$types" | wc -l) $(grep -c '^# HELP pg_fence_' "$T/metrics")"
 check "no per-name labels" "" "$(samples | grep -E 'held-|l-live|name=' || true)"
+check "no per-job labels" "" "$(samples | grep -E 'job|token=' || true)"
 
 # a reset shows at the next scrape: counters back to zero, a new timestamp
 q -c "SELECT fence.stats_reset()" >/dev/null
