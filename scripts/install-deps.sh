@@ -47,6 +47,7 @@ packages=(
 	curl                                     # ... to scrape it
 	python3-yaml                             # ... and to compare the two exporter configs
 	pgbouncer                                # test/shell/pooling: transaction pooling, for real
+	"postgresql-$PG_MAJOR-cron"              # test/shell/once: fence.once_purge scheduled with pg_cron
 )
 
 print_only=false

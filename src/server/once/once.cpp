@@ -211,7 +211,13 @@ OnceBeginKey(FunctionCallInfo fcinfo)
 	CheckFingerprintArg(fcinfo, 2);
 	(void) LeaseExpiresAt(GetCurrentTimestamp(), ttl); /* 22023 above fence.max_lease_ttl */
 	CheckOnceWritable("begin an idempotency key");
-	InitMaterializedSRF(fcinfo, 0);
+	/* the caller's expected row type when it has one: saves building it from pg_proc */
+	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+
+	InitMaterializedSRF(fcinfo, rsinfo != nullptr && IsA(rsinfo, ReturnSetInfo) &&
+										rsinfo->expectedDesc != nullptr
+									? MAT_SRF_USE_EXPECTED_DESC
+									: 0);
 
 	OnceCall call;
 

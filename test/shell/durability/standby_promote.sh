@@ -4,8 +4,8 @@
 #
 # Makes a streaming standby of the throwaway cluster with pg_basebackup (as
 # the cluster's OS user), starts it on another port, and checks:
-#   1. every lock function (and lease_acquire, campaign and resign, when
-#      present) raises 25006 read_only_sql_transaction on the standby, while
+#   1. every lock function (and lease_acquire, campaign and resign, and the
+#      idempotency-key functions once_*, when present) raises 25006 read_only_sql_transaction on the standby, while
 #      fence.leader, which only reads, reports the leader elected on the
 #      primary;
 #   2. after tokens are handed out on the primary (committed, in a
@@ -64,6 +64,10 @@ if [ "$has_elections" = t ]; then
 	calls+=("fence.campaign('standby/x', 'node-s', interval '1 minute')"
 		"fence.campaign('standby/x', 'node-s', interval '1 minute', interval '1 second')"
 		"fence.resign('standby/leader', $term)")
+fi
+if [ "$(qs -c "SELECT pg_catalog.to_regproc('fence.once_begin') IS NOT NULL")" = t ]; then
+	calls+=("fence.once_begin('standby/x', interval '1 minute')" "fence.once_step('standby/x', 1, 's')"
+		"fence.once_finish('standby/x', 1)" "fence.once_release('standby/x', 1)" "fence.once_purge()")
 fi
 for call in "${calls[@]}"; do
 	out=$(psql -X -q -At -p "$SPORT" -d "$DB" -v VERBOSITY=sqlstate -c "SELECT $call" 2>&1 || true)
