@@ -31,7 +31,10 @@
  * retried until the local deadline, and declared lost (lost(), the
  * LossToken, the on_lost callback) when a renewal is refused or the local
  * deadline passes.  A lost key may have been taken over: stop the effect,
- * and expect finish() to return false.
+ * and expect finish() to return false.  A server whose pg_fence has no
+ * fence.once_renew cannot extend an owner's lease: the key is then held
+ * for its TTL only (lost at the local deadline), so the TTL must cover the
+ * whole effect.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *

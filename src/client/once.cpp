@@ -149,12 +149,15 @@ Once::begin(const std::string &conninfo, const std::string &key, std::chrono::mi
 	/* The local deadline counts from here: the server's TTL starts later. */
 	const Clock::time_point sent = Clock::now();
 	std::string             status;
+	bool                    can_renew = false;
 	{
 		pqxx::nontransaction tx(*impl->conn);
 		const std::string    sql =
-			"SELECT status, token, response::text, step FROM fence.once_begin(" + tx.quote(key) +
-			", " + tx.quote(client_internal::IntervalLiteral(ttl)) + "::interval, " +
-			detail::OptLiteral(tx, fingerprint) + ")";
+			"SELECT status, token, response::text, step, "
+			"pg_catalog.to_regprocedure('fence.once_renew(text,bigint,interval)') IS NOT NULL "
+			"FROM fence.once_begin(" +
+			tx.quote(key) + ", " + tx.quote(client_internal::IntervalLiteral(ttl)) +
+			"::interval, " + detail::OptLiteral(tx, fingerprint) + ")";
 		pqxx::row r = pqxx_compat::Exec1(tx, sql);
 		status = r[0].c_str();
 		if (!r[1].is_null())
@@ -163,6 +166,7 @@ Once::begin(const std::string &conninfo, const std::string &key, std::chrono::mi
 			impl->response = r[2].c_str();
 		if (!r[3].is_null())
 			impl->step = r[3].c_str();
+		can_renew = r[4].as<bool>();
 	}
 	if (status == "new")
 		impl->status = OnceStatus::kNew;
@@ -195,6 +199,13 @@ Once::begin(const std::string &conninfo, const std::string &key, std::chrono::mi
 	lease->interval = options.renew_interval > std::chrono::milliseconds::zero()
 						  ? options.renew_interval
 						  : ttl / 3;
+	/*
+	 * A server without fence.once_renew: no renewals, so the renewer only
+	 * waits for the local deadline and reports the loss there (the key is
+	 * held for its TTL).
+	 */
+	if (!can_renew)
+		lease->interval = std::chrono::hours(24 * 365 * 100);
 	lease->margin = options.safety_margin;
 	lease->connect_timeout = options.connect_timeout;
 	lease->on_lost = std::move(options.on_lost);

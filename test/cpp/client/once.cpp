@@ -185,6 +185,7 @@ TEST_CASE("Once: a paused owner is taken over: lost signal, its step and finish 
 TEST_CASE("Once: renews while owned, past several TTLs", "[client][once]")
 {
 	REQUIRE_ONCE();
+	FENCE_TEST_SKIP_UNLESS_FUNCTION("fence.once_renew(text,bigint,interval)");
 	const std::string  k = Unique("renew");
 	LossLog            log;
 	fence::OnceOptions opts;
