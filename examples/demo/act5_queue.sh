@@ -98,10 +98,11 @@ act5_worker_a() {
 # (up to 5 s per claim) when none is runnable, until told to stop (the
 # driver cancels its last wait).
 act5_worker_b() {
-	local dir=$1 job token attempt to subject at
+	local dir=$1 job token attempt to subject at t0
 	trap '' PIPE
 	demo_session_open B || return 1
 	while [ ! -e "$dir/b_stop" ]; do
+		t0=$(demo_ms)
 		demo_q B "SELECT job_id || '|' || token || '|' || attempt || '|' || (payload->>'to') || '|' ||
 		                 (payload->>'subject') || '|' || clock_timestamp()
 		            FROM fence.claim('$ACT5_QUEUE', '5s', wait => '5s', holder => 'worker B')" || {
@@ -113,7 +114,8 @@ act5_worker_b() {
 		IFS='|' read -r job token attempt to subject at <<<"${DEMO_OUT[0]}"
 		if [ "$attempt" -gt 1 ]; then
 			echo "$job|$token|$at" >"$dir/b_rescue"
-			act5_ev "$dir" "worker B" "** A's claim has expired: claims job $job again (attempt $attempt) with token $token"
+			act5_ev "$dir" "worker B" "** A's claim has expired: claims job $job again (attempt $attempt) with token $token$(
+				[ $(($(demo_ms) - t0)) -lt 200 ] || echo " (woken after $(($(demo_ms) - t0)) ms waiting inside fence.claim)")"
 		else
 			act5_ev "$dir" "worker B" "claims job $job (to $to) with token $token"
 		fi

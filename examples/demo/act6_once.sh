@@ -15,7 +15,7 @@
 # resource column day), so the superseded owner cannot write it late.
 
 # The digest job every machine's crontab runs under
-#   pg_fence once digest --key-per day --ttl 1s -- sh -c "$(act6_job)" sh MACHINE DIR
+#   pg_fence once digest --key-per day --ttl 4s -- sh -c "$(act6_job)" sh MACHINE DIR
 # (the key is digest:YYYY-MM-DD).  A first owner pauses after sending (the
 # demo freezes it there); an owner that takes over knows from FENCE_STEP.
 act6_job() {
@@ -25,11 +25,10 @@ echo $$ >"$dir/$me.pid"
 echo "$me: owns $FENCE_KEY with token $FENCE_TOKEN (step reached before: ${FENCE_STEP:-none})" >>"$dir/log"
 step() { psql -X -qAt -c "SELECT fence.once_step('$FENCE_KEY', $FENCE_TOKEN, '$1')" >/dev/null; }
 if [ "$FENCE_STEP" != sent ]; then
-	echo "Daily digest, $(date +%F): 3 new orders" >/dev/null   # render it
-	step rendered
+	# render the digest, send it (the mailbox here), record the step at once
 	echo "digest $FENCE_KEY, sent by $me (token $FENCE_TOKEN)" >>"$dir/mailbox"
 	step sent
-	echo "$me: digest rendered and sent (step: sent); now recording it ..." >>"$dir/log"
+	echo "$me: digest sent (step: sent); now recording it ..." >>"$dir/log"
 	while [ ! -e "$dir/go" ]; do sleep 0.05; done   # mid-way (the demo freezes it here)
 else
 	echo "$me: the digest already went out (step: sent): only the record is left" >>"$dir/log"
@@ -66,7 +65,7 @@ act6_cron() {
 	for m in "$@"; do
 		rm -f "$dir/$m.rc" "$dir/$m.pgf" "$dir/$m.err"
 		(
-			"$ACT6_PGF" once digest --key-per day --ttl 1s -- sh -c "$ACT6_JOB" sh "$m" "$dir" 2>"$dir/$m.err" &
+			"$ACT6_PGF" once digest --key-per day --ttl 4s -- sh -c "$ACT6_JOB" sh "$m" "$dir" 2>"$dir/$m.err" &
 			echo $! >"$dir/$m.pgf"
 			wait $!
 			echo $? >"$dir/$m.rc"
@@ -115,20 +114,35 @@ DELETE FROM fence.once_entries WHERE key = '$key';
 SQL
 	dir=$(mktemp -d)
 	echo "Three machines run the same crontab line every minute in the morning:"
-	echo "  pg_fence once digest --key-per day --ttl 1s -- send-digest"
-	echo "(the key is $key).  send-digest renders the digest, sends it, records"
-	echo "step \"sent\" (fence.once_step), then writes a \"sent\" row with its token into a guarded table."
+	echo "  pg_fence once digest --key-per day --ttl 4s -- send-digest"
+	echo "(the key is $key).  send-digest renders and sends the digest, records step \"sent\""
+	echo "(fence.once_step), then writes a \"sent\" row with its token into a guarded table."
 	echo "The mailbox cannot check a token; the step tells a later owner not to send again."
 	echo
 
 	echo "  07:00, first tick, on all three at once:"
 	act6_cron "$dir" machine-1 machine-2 machine-3
 	act6_wait 10 sh -c "grep -q 'now recording it' '$dir/log' 2>/dev/null"
-	owner=$(sed -n 's/^\(machine-[123]\): digest rendered and sent.*/\1/p' "$dir/log" | head -n 1)
+	owner=$(sed -n 's/^\(machine-[123]\): digest sent.*/\1/p' "$dir/log" | head -n 1)
 	# The frozen machine: its pg_fence and its job's process group.
 	owner_pgf=$(cat "$dir/$owner.pgf" 2>/dev/null)
 	owner_job=$(cat "$dir/$owner.pid" 2>/dev/null)
-	kill -STOP "${owner_pgf:-0}" "-${owner_job:-0}" 2>/dev/null
+	if ! [[ "$owner_pgf" =~ ^[0-9]+$ && "$owner_job" =~ ^[0-9]+$ ]]; then
+		echo "  BROKEN: no machine got to send the digest:"
+		sed 's/^/    /' "$dir/log" "$dir"/*.err
+		touch "$dir/go"
+		wait "${ACT6_PID[@]}" 2>/dev/null
+		rm -rf "$dir"
+		return 1
+	fi
+	if ! kill -STOP "$owner_pgf" "-$owner_job" 2>/dev/null; then
+		echo "  BROKEN: $owner's job ended before it could be frozen:"
+		sed 's/^/    /' "$dir/$owner.err"
+		touch "$dir/go"
+		wait "${ACT6_PID[@]}" 2>/dev/null
+		rm -rf "$dir"
+		return 1
+	fi
 	for m in machine-1 machine-2 machine-3; do
 		[ "$m" = "$owner" ] && continue
 		act6_wait 10 test -s "$dir/$m.rc"
@@ -139,17 +153,21 @@ SQL
 	[ "$(grep -c . "$dir/mailbox" 2>/dev/null)" = 1 ]
 	demo_check $? "one machine ($owner) owns the key and sent the digest; the other two exited 75"
 
-	sleep 1.3
+	sleep 4.3
 	: >"$dir/log"
-	echo "  07:01, next tick ($owner's 1 s lease has expired), on the other two:"
+	echo "  07:01, next tick ($owner's 4 s lease has expired), on the other two:"
 	taker=
 	act6_cron "$dir" $(printf '%s\n' machine-1 machine-2 machine-3 | grep -vx "$owner")
 	for m in machine-1 machine-2 machine-3; do
 		[ "$m" = "$owner" ] && continue
 		act6_wait 10 test -s "$dir/$m.rc"
 		wait "${ACT6_PID[$m]}" 2>/dev/null
-		echo "    $m: $(act6_say "$m" "$(cat "$dir/$m.rc" 2>/dev/null)")"
-		grep -q "^$m: \"sent\" recorded" "$dir/log" && taker=$m
+		if grep -q "^$m: \"sent\" recorded" "$dir/log"; then
+			taker=$m
+			echo "    $m: $(act6_say "$m" "$(cat "$dir/$m.rc" 2>/dev/null)"): it took the key over, ran the job; the key is recorded done"
+		else
+			echo "    $m: $(act6_say "$m" "$(cat "$dir/$m.rc" 2>/dev/null)")"
+		fi
 	done
 	sed 's/^/    /' "$dir/log"
 	[ -n "$taker" ] && grep -q "^$taker: the digest already went out" "$dir/log"
@@ -158,12 +176,12 @@ SQL
 	: >"$dir/log"
 	echo "  $owner wakes up (SIGCONT), its job first, still believing it owns the key:"
 	touch "$dir/go"
-	kill -CONT "-${owner_job:-0}" 2>/dev/null
+	kill -CONT "-$owner_job"
 	act6_wait 10 sh -c "grep -q 'record' '$dir/log' 2>/dev/null"
 	sed 's/^/    /' "$dir/log"
 	grep -q "^$owner: \"sent\" record REFUSED: .*FN001" "$dir/log"
 	demo_check $? "$owner's late \"sent\" record is refused (FN001): a newer owner's token is on the day"
-	kill -CONT "${owner_pgf:-0}" 2>/dev/null
+	kill -CONT "$owner_pgf"
 	act6_wait 10 test -s "$dir/$owner.rc"
 	wait "${ACT6_PID[$owner]}" 2>/dev/null
 	rc1=$(cat "$dir/$owner.rc" 2>/dev/null)
