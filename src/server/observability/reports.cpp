@@ -3,8 +3,8 @@
  * reports.cpp
  *	  The LOG signals of stale writes, stale completions of jobs, lease and
  *	  idempotency-key takeovers (stats.hpp), each also counted in
- *	  fence.stats(), and of job claims taken over.  The lines are written with or without
- *	  shared memory.
+ *	  fence.stats(), and of job claims taken over.  The lines are written
+ *	  with or without shared memory.
  *
  * Copyright (c) 2026, The pg_fence Developers
  *
