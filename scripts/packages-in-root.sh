@@ -119,8 +119,8 @@ for p in ${old_only[@]+"${old_only[@]}"}; do
 		test "$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null)" = installed
 	# Its soname link (libX.so.0.2; not the file libX.so.0.2.0 it names).
 	for f in $(dpkg -L "$p" | grep -E '/lib[^/]*\.so\.[0-9]+(\.[0-9]+)?$'); do
-		check "$f (of $p) still known to the dynamic linker" \
-			sh -c "ldconfig -p | grep -qF '$f'"
+		check "$(basename "$f") (of $p) still in the dynamic linker's cache" \
+			sh -c "/sbin/ldconfig -p | grep -qF '$(basename "$f") '"
 	done
 done
 
