@@ -59,17 +59,26 @@ apt-get update -q >/dev/null || die "apt-get update"
 dpkg-query -W -f '${Package}\n' | sort >"$WORK/before.txt"
 
 # --- the previous release, in use ------------------------------------------
+# All its packages, as a user of it has them: the extension, the command,
+# the client library and its -dev package.
+mapfile -t prev_debs < <(ls previous/*_"$PREV"-*.deb 2>/dev/null)
 prev_deb=$(ls previous/"$ext_pkg"_"$PREV"-*.deb 2>/dev/null | head -n 1)
+prev_pkgs=()
 if [ -n "$prev_deb" ]; then
-	apt_install "./$prev_deb" >"$WORK/apt-previous.log" 2>&1 ||
-		{ cat "$WORK/apt-previous.log"; die "apt-get install ./$prev_deb"; }
-	ok "apt-get install ./$prev_deb"
+	mapfile -t prev_pkgs < <(for d in "${prev_debs[@]}"; do dpkg-deb -f "$d" Package; done)
+	apt_install "${prev_debs[@]/#/./}" >"$WORK/apt-previous.log" 2>&1 ||
+		{ cat "$WORK/apt-previous.log"; die "apt-get install ${prev_debs[*]/#/./}"; }
+	ok "apt-get install ${prev_debs[*]/#/./}"
 	new_cluster up pg_fence || die "a cluster with the previous release"
 	psql_in up "CREATE EXTENSION pg_fence" >/dev/null
 	check "CREATE EXTENSION pg_fence with the previous package ($PREV)" \
 		test "$(psql_in up "SELECT extversion FROM pg_extension WHERE extname = 'pg_fence'")" = "$PREV"
 	check "a session lock with the previous package" \
 		test "$(psql_in up "SELECT fence.lock('upgrade-test') > 0")" = t
+	prev_lease=$(psql_in up "SELECT fence.lease_acquire('upgrade-held', interval '10 minutes')")
+	check "a lease with the previous package (token $prev_lease)" grep -Eq '^[0-9]+$' <<<"$prev_lease"
+	check "pg_fence --version of the previous package says $PREV" \
+		test "$(pg_fence --version 2>&1)" = "pg_fence $PREV"
 else
 	echo "not tested: no $PREV package (scripts/test-packages.sh's previous step): the upgrade starts from CREATE EXTENSION pg_fence VERSION '$PREV'"
 fi
@@ -86,7 +95,7 @@ dpkg-query -W -f '${Package}\n' | sort >"$WORK/after.txt"
 # deb.debian.org (the root's only sources).
 foreign=()
 while read -r p; do
-	printf '%s\n' "${ours[@]}" | grep -qx "$p" && continue
+	printf '%s\n' "${ours[@]}" ${prev_pkgs[@]+"${prev_pkgs[@]}"} | grep -qx "$p" && continue
 	# (The whole output first: grep -q closing the pipe early would fail
 	# apt-cache with SIGPIPE under pipefail.)
 	policy=$(apt-cache policy "$p")
@@ -97,6 +106,22 @@ check "only Debian packages pulled in besides ours ($(comm -13 "$WORK/before.txt
 for p in "${ours[@]}"; do
 	check "$p $(dpkg-query -W -f '${Version}' "$p") installed" \
 		test "$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null)" = installed
+done
+# The previous release's packages that are not ours any more (its client
+# library, named after its soname) stay installed beside the new ones, so
+# programs linked against them keep running (debian/README.source).
+old_only=()
+for p in ${prev_pkgs[@]+"${prev_pkgs[@]}"}; do
+	printf '%s\n' "${ours[@]}" | grep -qx "$p" || old_only+=("$p")
+done
+for p in ${old_only[@]+"${old_only[@]}"}; do
+	check "$p $(dpkg-query -W -f '${Version}' "$p") (the previous release's) still installed beside the new packages" \
+		test "$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null)" = installed
+	# Its soname link (libX.so.0.2; not the file libX.so.0.2.0 it names).
+	for f in $(dpkg -L "$p" | grep -E '/lib[^/]*\.so\.[0-9]+(\.[0-9]+)?$'); do
+		check "$(basename "$f") (of $p) still in the dynamic linker's cache" \
+			sh -c "/sbin/ldconfig -p | grep -qF '$(basename "$f") '"
+	done
 done
 
 # --- the documentation --------------------------------------------------------
@@ -120,6 +145,8 @@ if [ -n "$prev_deb" ]; then
 	pg_ctlcluster "$PGV" up restart
 	check "ALTER EXTENSION pg_fence UPDATE ($PREV to $VERSION)" \
 		psql_in up "ALTER EXTENSION pg_fence UPDATE"
+	check "the lease taken with the previous package renews after the update" \
+		test "$(psql_in up "SELECT fence.lease_renew('upgrade-held', $prev_lease, interval '1 minute')")" = t
 else
 	new_cluster up pg_fence || die "a cluster for the upgrade"
 	psql_in up "CREATE EXTENSION pg_fence VERSION '$PREV'" >/dev/null
@@ -188,15 +215,17 @@ check "the CMake build links libpg_fence_client.so (not the static library)" \
 # --- remove ------------------------------------------------------------------
 cleanup
 clusters=()
-for p in "${ours[@]}"; do dpkg -L "$p"; done | sort -u >"$WORK/files.txt"
-if apt-get remove -y -q "${ours[@]}" >"$WORK/apt-remove.log" 2>&1; then
-	ok "apt-get remove ${ours[*]}"
+# Ours, and what is left of the previous release (its client library).
+remove=("${ours[@]}" ${old_only[@]+"${old_only[@]}"})
+for p in "${remove[@]}"; do dpkg -L "$p"; done | sort -u >"$WORK/files.txt"
+if apt-get remove -y -q "${remove[@]}" >"$WORK/apt-remove.log" 2>&1; then
+	ok "apt-get remove ${remove[*]}"
 else
 	cat "$WORK/apt-remove.log"
 	bad "apt-get remove"
 fi
 left=()
-for p in "${ours[@]}"; do
+for p in "${remove[@]}"; do
 	s=$(dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null)
 	[ -z "$s" ] || [ "$s" = "un " ] || left+=("package $p ($s)")
 done

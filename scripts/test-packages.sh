@@ -16,12 +16,14 @@
 #             assembled install scripts): no debian/<package>/ tree.
 #   lintian   lintian --pedantic -I on the .changes; an error (E:) fails,
 #             warnings are listed (debian/README.source justifies them).
-#   previous  the previous release's extension package (0.1.0: the tag
-#             v0.1.0, else the last commit whose pg_fence.control says
-#             0.1.0), built from git with a minimal debian/ made here (that
-#             release had none), for the upgrade test.  Without the history
-#             (a shallow clone) the upgrade is tested from CREATE EXTENSION
-#             pg_fence VERSION '0.1.0' instead, and the step says so.
+#   previous  the previous release's packages (PREV_VERSION, 0.2.0: the
+#             tag v0.2.0, else the last commit whose pg_fence.control says
+#             0.2.0), built from git with that commit's own debian/ (without
+#             its build-time tests), for the upgrade test.  Without the
+#             history (a shallow clone) the upgrade is tested from CREATE
+#             EXTENSION pg_fence VERSION '0.2.0' instead, and the step says
+#             so.  Built once per commit: the packages are kept in
+#             ${FENCE_PG_CACHE:-/var/cache/pg_fence}/previous-VERSION-COMMIT.
 #   root      a clean Debian 12 (debootstrap --variant=minbase bookworm,
 #             bookworm-updates, bookworm-security): made once and kept as a
 #             tarball in ${FENCE_PG_CACHE:-/var/cache/pg_fence}, unpacked
@@ -29,9 +31,10 @@
 #             (what autopkgtest runs debian/tests from; nothing built) and
 #             examples/ are copied in: no build tree.
 #   install   scripts/packages-in-root.sh, in that root (scripts/in-chroot.sh):
-#             apt-get install of the previous package, a cluster using it,
-#             apt-get install ./*.deb (only Debian dependencies pulled),
-#             restart and ALTER EXTENSION pg_fence UPDATE, CREATE EXTENSION
+#             apt-get install of the previous release's packages, a cluster
+#             using them, apt-get install ./*.deb over them (only Debian
+#             dependencies pulled; the previous client library stays beside
+#             the new one), restart and ALTER EXTENSION pg_fence UPDATE, CREATE EXTENSION
 #             in a fresh cluster, the regression and isolation suites against
 #             the installed package (debian/tests/installcheck), pg_fence
 #             --version and a run, a C++ program built with pkg-config and
@@ -57,7 +60,8 @@ CACHE=${FENCE_PG_CACHE:-/var/cache/pg_fence}
 MIRROR=http://deb.debian.org/debian
 SECURITY_MIRROR=http://deb.debian.org/debian-security
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-PREV_VERSION=0.1.0
+# The previous release: the upgrade test starts from its packages.
+PREV_VERSION=0.2.0
 # Bump when the way the clean root is made changes.
 ROOT_VERSION=2
 
@@ -77,7 +81,12 @@ PATH=$PATH:/usr/sbin:/sbin
 passed=0 failed=0
 say() { echo "test-packages: $*" >&2; }
 # step NAME COMMAND...: runs COMMAND, its output in $OUT/NAME.log; prints
-# the time it took and counts it.
+# the time it took and counts it; its exit status goes to STEP_RC (step
+# itself returns 0).  Call it as a plain command, never in an if, || or &&
+# list: bash ignores errexit in everything such a list runs, subshells that
+# set -e again included, so a command failing in the middle of a step would
+# not fail it.
+STEP_RC=0
 step() {
 	local name=$1 t0 rc
 	shift
@@ -88,6 +97,7 @@ step() {
 	(set -e; "$@") >"$OUT/$name.log" 2>&1
 	rc=$?
 	set -e
+	STEP_RC=$rc
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
 		say "$name: ok ($(($(date +%s) - t0)) s)"
@@ -96,7 +106,7 @@ step() {
 		say "$name: FAILED (exit $rc, $(($(date +%s) - t0)) s); the log's tail ($OUT/$name.log):"
 		tail -n 40 "$OUT/$name.log" >&2
 	fi
-	return $rc
+	return 0
 }
 finish() {
 	echo
@@ -154,7 +164,8 @@ build() {
 	[ -z "$unignored" ] || { echo "build products .gitignore misses:"; echo "$unignored"; return 1; }
 	echo "every build product is ignored by .gitignore"
 }
-step build build || finish
+step build build
+[ "$STEP_RC" -eq 0 ] || finish
 grep -h '^dh_pgxs_test' "$OUT/pgxs_test-time.txt" >&2 || true
 
 lint() {
@@ -162,7 +173,7 @@ lint() {
 	cat "$OUT/lintian.txt"
 	! grep -q '^E:' "$OUT/lintian.txt"
 }
-step lintian lint || true
+step lintian lint
 grep -E '^[EW]:' "$OUT/lintian.txt" >&2 || true
 $build_only && finish
 
@@ -179,9 +190,9 @@ dist_check() {
 	extra=$(comm -23 <(echo "$entries") <(cd "$TOP" && git ls-files | sort) | grep -Ev '^sql/pg_fence--[0-9.]+(--[0-9.]+)?\.sql$' || true)
 	[ -z "$extra" ] || { echo "untracked files in the zip:"; echo "$extra"; return 1; }
 }
-[ -z "$dist" ] || step dist dist_check || true
+if [ -n "$dist" ]; then step dist dist_check; fi
 
-# --- the previous release's package ----------------------------------------
+# --- the previous release's packages ---------------------------------------
 previous() {
 	local rev src=$OUT/previous/pg-fence-$PREV_VERSION
 	if rev=$(git -C "$TOP" rev-parse -q --verify "v$PREV_VERSION^{commit}"); then
@@ -195,16 +206,31 @@ previous() {
 		return 0
 	fi
 	echo "previous release $PREV_VERSION: commit $rev"
+	# Its packages never change: built once per commit and kept in $CACHE
+	# (a copy of the checkout's history gives the same commit).
+	local cached=$CACHE/previous-$PREV_VERSION-$rev
+	if ls "$cached"/*_"$PREV_VERSION"-*.deb >/dev/null 2>&1; then
+		echo "reusing the packages built before, $cached"
+		cp "$cached"/*.deb "$OUT/previous/"
+		ls -l "$OUT/previous"
+		return 0
+	fi
 	mkdir -p "$src"
 	git -C "$TOP" archive "$rev" | tar -xf - -C "$src"
 	grep -q "default_version = '$PREV_VERSION'" "$src/pg_fence.control"
-	bash "$TOP/scripts/packages-previous-debian.sh" "$src" "$PREV_VERSION"
+	# Its own debian/ (every release since 0.2.0 has one), its changelog
+	# naming that version.
+	test "$(cd "$src" && dpkg-parsechangelog -S Version)" = "$PREV_VERSION-1"
 	(cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
 		dpkg-buildpackage -us -uc -b)
 	rm -rf "$src" "$OUT"/previous/*-dbgsym_*.deb "$OUT"/previous/*.changes "$OUT"/previous/*.buildinfo
 	ls -l "$OUT/previous"
+	mkdir -p "$cached.tmp"
+	cp "$OUT"/previous/*.deb "$cached.tmp/"
+	rm -rf "$cached"
+	mv "$cached.tmp" "$cached"
 }
-step previous previous || true
+step previous previous
 
 # --- the clean Debian 12 root ----------------------------------------------
 BASE=$CACHE/bookworm-base.tar
@@ -248,7 +274,8 @@ make_base() {
 	mv "$BASE.tmp" "$BASE"
 	base_stamp >"$BASE.stamp"
 }
-step root make_base || finish
+step root make_base
+[ "$STEP_RC" -eq 0 ] || finish
 
 # --- install test -----------------------------------------------------------
 install_test() {
@@ -279,7 +306,7 @@ install_test() {
 	[ -n "${FENCE_PACKAGES_KEEP:-}" ] || rm -rf "$root"
 	return $rc
 }
-step install install_test || true
+step install install_test
 grep -E '^(ok|FAILED|not tested)' "$OUT/install.log" >&2 || true
 
 # --- Debian 13: PostgreSQL 17 -------------------------------------------------
@@ -307,7 +334,7 @@ trixie() {
 	rm -rf "$work/pg-fence-$VERSION"
 }
 if [ "${FENCE_PACKAGES_TRIXIE:-1}" != 0 ]; then
-	step trixie trixie || true
+	step trixie trixie
 	grep -E '^[EW]:' "$OUT/trixie/lintian.txt" >&2 || true
 fi
 finish

@@ -44,14 +44,14 @@ SQL
 	tb=$($q -c "SELECT fence.lease_acquire('demo-doc', '10 s', 'worker B')")
 	if [ -n "$tb" ]; then
 		echo "  BROKEN: worker B got the lease while A's was still valid"
-		kill -CONT "$pid"; rm -rf "$dir"; return 1
+		kill "$pid"; kill -CONT "$pid"; wait "$pid" 2>/dev/null; rm -rf "$dir"; return 1
 	fi
 	echo "  Worker B asks for the lease at once: refused, A still holds it."
 	sleep 1.3
 	tb=$($q -c "SELECT fence.lease_acquire('demo-doc', '10 s', 'worker B')")
 	if [ -z "$tb" ] || [ "$tb" -le "$ta" ]; then
 		echo "  BROKEN: after A's lease expired, B got token '$tb' (expected more than $ta)"
-		kill -CONT "$pid"; rm -rf "$dir"; return 1
+		kill "$pid"; kill -CONT "$pid"; wait "$pid" 2>/dev/null; rm -rf "$dir"; return 1
 	fi
 	echo "  1.3 seconds later A's lease has expired: worker B takes it over with token $tb."
 	$q -c "INSERT INTO demo.report (who, token, what) VALUES ('B', $tb, 'took over the lease')"
@@ -65,7 +65,7 @@ SQL
 			rm -rf "$dir"; return 0
 		fi
 		echo "  BROKEN: B's write with the current token was not applied: $rb"
-		touch "$dir/go"; kill -CONT "$pid"; rm -rf "$dir"; return 1
+		touch "$dir/go"; kill -CONT "$pid"; wait "$pid" 2>/dev/null; rm -rf "$dir"; return 1
 	fi
 	echo "  Worker B writes the document with token $tb: applied."
 

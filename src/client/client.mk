@@ -29,8 +29,8 @@
 #
 # Soname: CLIENT_SOVERSION is the part of the version that must change when
 # the ABI does: the major version, or "0.MINOR" while the major is 0 (no
-# compatibility is promised between 0.x minor releases).  So 0.2.0 builds
-# libpg_fence_client.so.0.2.0 with soname libpg_fence_client.so.0.2.
+# compatibility is promised between 0.x minor releases).  So 0.3.0 builds
+# libpg_fence_client.so.0.3.0 with soname libpg_fence_client.so.0.3.
 #
 # The CLI (src/cli/cli.mk) and the tests link the static library, so the
 # installed pg_fence binary does not depend on where the client is installed.
