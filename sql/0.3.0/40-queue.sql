@@ -64,8 +64,12 @@ CREATE UNIQUE INDEX queue_jobs_unique ON fence.queue_jobs (queue, owner, unique_
 	WHERE unique_key IS NOT NULL
 	  AND state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running']::pg_catalog.text[]);
 -- The running jobs' claimants, for the rescue of claims whose session ended.
+-- A running job always has a claimant; "claimant IS NOT NULL" in the
+-- predicate keeps the statements that find a job by id and state 'running'
+-- (heartbeat, complete, fail) from matching this small index and scanning
+-- it whole with the id as a filter: their plans use the primary key.
 CREATE INDEX queue_jobs_running ON fence.queue_jobs (claimant)
-	WHERE state OPERATOR(pg_catalog.=) 'running';
+	WHERE state OPERATOR(pg_catalog.=) 'running' AND claimant IS NOT NULL;
 -- fence.queue_purge: finished jobs, oldest first.
 CREATE INDEX queue_jobs_finished ON fence.queue_jobs (finished_at)
 	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'cancelled']::pg_catalog.text[]);

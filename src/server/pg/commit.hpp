@@ -6,7 +6,8 @@
  * A transaction that did nothing but draw fencing tokens (their WAL is
  * flushed by IssueToken before the token is returned) or release a lease
  * (losing a release in a crash only makes the next holder wait for the TTL)
- * gains nothing from waiting for its commit record to reach disk: its commit
+ * or claim queue jobs (a lost claim only puts the job back as it was:
+ * queue/claim.cpp) gains nothing from waiting for its commit record to reach disk: its commit
  * is made asynchronous.  Anything else the transaction wrote makes the
  * commit synchronous as the caller configured it.
  *

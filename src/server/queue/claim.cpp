@@ -44,6 +44,7 @@
  */
 #include "pg/args.hpp"
 #include "pg/boundary.hpp"
+#include "pg/commit.hpp"
 #include "pg/lock_tag.hpp"
 #include "leases/lease_table.hpp"
 #include "observability/stats.hpp"
@@ -399,6 +400,7 @@ Claim(FunctionCallInfo fcinfo)
 	CheckQueueWritable("claim jobs");
 
 	ClaimSpec spec;
+	WalMark   before = WalMarkNow();
 
 	spec.claimant = MyClaimantKey(); /* may raise: before anything is held */
 	InitMaterializedSRF(fcinfo, 0);
@@ -414,6 +416,23 @@ Claim(FunctionCallInfo fcinfo)
 		(void) WaitAndClaim(&spec, wait);
 	else
 		(void) TryClaim(&spec, nullptr);
+
+	/*
+	 * A transaction that did nothing but this claim commits without waiting
+	 * for its commit record's flush (pg/commit.hpp; docs/queue.md,
+	 * "Durability").  What the claim wrote may be lost in a crash, and that
+	 * is safe: a claimed job goes back to what it was (queued, or running
+	 * under the earlier claim: rescued again, since no session survives a
+	 * crash), a job failed for good or made due is found so again by the
+	 * next claim, and the tokens drawn are durable on their own (IssueToken
+	 * flushes them), so the next claim's token is still larger than the lost
+	 * one's.  Whoever relies on the claim in a later durable commit (the
+	 * job's effects, complete, fail) flushes the WAL up to that commit, the
+	 * claim's commit record included.  Anything else the transaction wrote,
+	 * before this call or after it (effects and complete in the claim's own
+	 * transaction), commits as the caller configured.
+	 */
+	AllowAsyncCommitSince(before);
 	return (Datum) 0;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # durability/commit_durability.sh - pg_fence skips the commit's WAL flush only for
 # transactions whose WAL needs none (src/server/pg/commit.hpp): one that only
-# draws fencing tokens (already flushed) or only releases a lease.  Every
-# other transaction that also took a lock, drew a token or released a lease
-# must commit as durably as the caller configured.
+# draws fencing tokens (already flushed), only releases a lease or only
+# claims queue jobs.  Every other transaction that also took a lock, drew a
+# token, released a lease or claimed a job must commit as durably as the
+# caller configured.
 #
 # Each case runs one transaction that mixes pg_fence calls with a durable
 # change, then crashes the server at once (test/shell/lib/crash_env.sh) and
@@ -67,6 +68,31 @@ q -c 'BEGIN' -c "SELECT fence.lease_release('c4', $tok)" -c 'INSERT INTO t VALUE
 crash
 check "lease_release then INSERT: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 6' 1
 check "lease_release then INSERT: the release survives" "SELECT count(*) FROM fence.leases WHERE name = 'c4'" 0
+
+# 8. a queue job enqueued and claimed in one transaction: the enqueue is durable
+q -c 'BEGIN' -c "SELECT fence.enqueue('cq8', '{}')" -c "SELECT count(*) FROM fence.claim('cq8', '1 hour')" \
+  -c 'COMMIT' >/dev/null
+crash
+check "enqueue then claim: the job survives" "SELECT count(*) FROM fence.jobs WHERE queue = 'cq8'" 1
+
+# 9. claim, an effect and complete in one transaction: all durable
+q -c "SELECT fence.enqueue('cq9', '{}')" >/dev/null
+q -c 'BEGIN' -c "SELECT fence.complete(job_id, token) FROM fence.claim('cq9', '1 hour')" \
+  -c 'INSERT INTO t VALUES (9)' -c 'COMMIT' >/dev/null
+crash
+check "claim, INSERT, complete: the INSERT survives" 'SELECT count(*) FROM t WHERE id = 9' 1
+check "claim, INSERT, complete: the completion survives" \
+	"SELECT state FROM fence.jobs WHERE queue = 'cq9'" completed
+
+# 10. a claim alone (its commit may be asynchronous): lost or kept, the job is
+#     not lost and its next claim's token is larger than the claim's
+q -c "SELECT fence.enqueue('cq10', '{}')" >/dev/null
+tok10=$(q -c "SELECT token FROM fence.claim('cq10', '1 hour')")
+crash
+check "claim alone: the job is queued again or still running under it" \
+	"SELECT state = 'queued' OR (state = 'running' AND token = $tok10) FROM fence.jobs WHERE queue = 'cq10'" t
+check "claim alone: the next claim's token is larger" \
+	"SELECT token > $tok10 FROM fence.claim('cq10', '1 hour')" t
 
 # 7. no setting the caller can see was changed along the way
 check "synchronous_commit unchanged after a lock-only commit" \
