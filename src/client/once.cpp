@@ -371,11 +371,17 @@ CallUntilDeadline(OnceImpl &im, const std::string &sql, const char *done_state)
 	bool                    uncertain = false;
 	for (;;)
 	{
+		/*
+		 * One attempt at least, even past the deadline (a key already lost:
+		 * the server decides, by the token); retries only before it.
+		 */
+		const Clock::time_point until =
+			std::max(deadline, Clock::now() + std::chrono::milliseconds(l.connect_timeout));
 		PqOutcome r;
 		if (!l.conn.connected())
-			r = l.Connect(deadline, -1);
+			r = l.Connect(until, -1);
 		if (r.ok())
-			r = l.conn.Exec(sql, deadline, -1);
+			r = l.conn.Exec(sql, until, -1);
 		if (r.ok() && uncertain && !(r.value && *r.value == "t"))
 		{
 			const std::string check =
@@ -383,7 +389,7 @@ CallUntilDeadline(OnceImpl &im, const std::string &sql, const char *done_state)
 				"WHERE key OPERATOR(pg_catalog.=) " +
 				Literal(im.key) + " AND token OPERATOR(pg_catalog.=) " + std::to_string(im.token) +
 				" AND state OPERATOR(pg_catalog.=) '" + done_state + "'";
-			PqOutcome c = l.conn.Exec(check, deadline, -1);
+			PqOutcome c = l.conn.Exec(check, until, -1);
 			if (c.ok() && c.value && *c.value == "t")
 				return c;
 			if (!c.ok())
