@@ -243,15 +243,19 @@ public:
 
 	/**
 	 * Finishes the key, fence.once_finish(key, token, response::jsonb), on
-	 * the Once's own connection: `response` is JSON text (stored as jsonb,
+	 * the renewer's connection: `response` is JSON text (stored as jsonb,
 	 * replayed by response() to later callers), or std::nullopt for none.
-	 * The renewer is stopped first.  Returns true if the key is done now;
+	 * The renewer is stopped first.  A lost connection or a transient error
+	 * (a server restart) is retried on a new connection until the key's
+	 * local deadline (deadline()), each retry reported to
+	 * OnceOptions::on_retry.  Returns true if the key is done now;
 	 * false if the token no longer owns it (a superseded owner: its effect
 	 * must be considered done by someone else, or not at all): then
 	 * lost() turns true.  Throws std::logic_error unless owned (or lost);
-	 * pqxx::data_exception family (22P02) for invalid JSON; pqxx errors as
-	 * begin() (the key is then neither finished nor renewed: it is taken
-	 * over after its TTL).
+	 * pqxx::sql_error with SQLSTATE 22P02 for invalid JSON;
+	 * pqxx::broken_connection (or the transient pqxx::sql_error) when the
+	 * deadline passed first: lost() is then true, the key is neither
+	 * finished nor renewed and is taken over after its TTL.
 	 */
 	bool finish(const std::optional<std::string> &response = std::nullopt);
 
@@ -270,8 +274,10 @@ public:
 	 * Gives the key up unfinished, fence.once_release(key, token): the next
 	 * begin() gets kNew at once (with a larger token and the step reached).
 	 * Returns true if released; false if it was no longer this token's (or
-	 * not owned, finished or released already).  Stops the renewer.  Throws
-	 * pqxx errors if the call fails (the key then expires after its TTL).
+	 * not owned, finished or released already).  Stops the renewer; retried
+	 * on a new connection as finish() is, until the key's local deadline.
+	 * Throws pqxx errors if the call still fails (the key then expires
+	 * after its TTL).
 	 */
 	bool release();
 

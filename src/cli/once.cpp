@@ -89,6 +89,22 @@ ParseOnce(const std::vector<std::string> &args)
 		if (a == "--")
 		{
 			i++;
+			/*
+			 * "-- KEY -- COMMAND": a KEY that begins with '-' (the options
+			 * end at the first "--"; the second one, before COMMAND, is
+			 * then required too).
+			 */
+			if (!have_key && i < args.size())
+			{
+				o.name = args[i];
+				have_key = true;
+				i++;
+				if (i >= args.size() || args[i] != "--")
+					throw UsageError{"missing \"--\" before COMMAND after \"-- KEY\" "
+									 "(usage: pg_fence once [OPTION]... -- KEY -- COMMAND "
+									 "[ARG]...)"};
+				i++;
+			}
 			break;
 		}
 		if (a.empty() || a[0] != '-')
@@ -229,7 +245,28 @@ RunOnce(const OnceCommand &c)
 		return rc; /* the key is someone else's now, or will be: nothing to release */
 	if (rc == 0)
 	{
-		if (once->finish())
+		bool done = false;
+		try
+		{
+			done = once->finish(); /* retried on new connections until the key's deadline */
+		}
+		catch (const pqxx::broken_connection &e)
+		{
+			Msg("the command ran, its result could not be recorded: %s; the key \"%s\" will be "
+				"taken over",
+				Trim(e.what()).c_str(), key.c_str());
+			return kExitLost;
+		}
+		catch (const pqxx::sql_error &e)
+		{
+			if (!once->lost())
+				throw; /* e.g. not recorded for a reason retrying cannot cure */
+			Msg("the command ran, its result could not be recorded: %s (SQLSTATE %s); the key "
+				"\"%s\" will be taken over",
+				Trim(e.what()).c_str(), e.sqlstate().c_str(), key.c_str());
+			return kExitLost;
+		}
+		if (done)
 			return 0;
 		Msg("lost the idempotency key \"%s\" before it could be recorded done (token %lld was "
 			"superseded): another owner may run the command again",
@@ -244,6 +281,11 @@ RunOnce(const OnceCommand &c)
 		else
 			Msg("the command exited with status %d; %s was no longer held at release (token %lld)",
 				rc, key.c_str(), static_cast<long long>(once->token()));
+	}
+	catch (const pqxx::sql_error &e)
+	{
+		Msg("warning: could not release %s: %s (SQLSTATE %s) (it can be taken over after its TTL)",
+			key.c_str(), Trim(e.what()).c_str(), e.sqlstate().c_str());
 	}
 	catch (const std::exception &e)
 	{

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
@@ -70,13 +71,54 @@ OptLiteral(pqxx::transaction_base &tx, const std::optional<std::string> &v)
 	return v ? tx.quote(*v) : std::string("NULL");
 }
 
+/*
+ * Rethrows a server error of fence.once_begin or once_step with its
+ * SQLSTATE: libpqxx 6 throws insufficient_privilege without one (so a
+ * caller, pg_fence once among them, would print "SQLSTATE " empty).
+ */
+template <typename F>
+auto
+WithSqlState(F &&call) -> decltype(call())
+{
+	try
+	{
+		return call();
+	}
+	catch (const pqxx::insufficient_privilege &e)
+	{
+		if (!e.sqlstate().empty())
+			throw;
+		throw pqxx::insufficient_privilege(e.what(), e.query(), "42501");
+	}
+}
+
+/*
+ * SQL literal of `v` without a connection (finish and release may have to
+ * connect first): E'...', backslashes and quotes doubled, which reads the
+ * same whatever standard_conforming_strings is.
+ */
+std::string
+Literal(const std::string &v)
+{
+	std::string out = "E'";
+	for (char ch : v)
+	{
+		if (ch == '\\' || ch == '\'')
+			out += ch;
+		out += ch;
+	}
+	return out + "'";
+}
+
 } // namespace
 
 } // namespace detail
 
 using detail::Clock;
 using detail::LeaseImpl;
+using detail::Literal;
 using detail::OnceImpl;
+using detail::PqOutcome;
 
 const char *
 to_string(OnceStatus status) noexcept
@@ -158,7 +200,7 @@ Once::begin(const std::string &conninfo, const std::string &key, std::chrono::mi
 			"FROM fence.once_begin(" +
 			tx.quote(key) + ", " + tx.quote(client_internal::IntervalLiteral(ttl)) +
 			"::interval, " + detail::OptLiteral(tx, fingerprint) + ")";
-		pqxx::row r = pqxx_compat::Exec1(tx, sql);
+		pqxx::row r = detail::WithSqlState([&] { return pqxx_compat::Exec1(tx, sql); });
 		status = r[0].c_str();
 		if (!r[1].is_null())
 			impl->token = r[1].as<std::int64_t>();
@@ -311,6 +353,63 @@ RequireOwner(const std::unique_ptr<OnceImpl> &impl, const char *what)
 							   ": the key was already finished or released");
 }
 
+/*
+ * Runs `sql` (fence.once_finish or once_release, one boolean) on the
+ * renewer's connection, the renewer being stopped: a lost connection (a
+ * server restart, the server down for a while) is reconnected and the call
+ * retried, transient errors too, until the key's local deadline.  Past it
+ * the last failure is returned (the key can then be taken over).  When an
+ * attempt's answer was lost with its connection, the call may have
+ * committed: a false answer on a later attempt is checked against
+ * fence.once_keys (`done_state`, our token) before it counts as refused.
+ */
+PqOutcome
+CallUntilDeadline(OnceImpl &im, const std::string &sql, const char *done_state)
+{
+	LeaseImpl              &l = *im.lease;
+	const Clock::time_point deadline = detail::FromNs(l.state->deadline.load());
+	bool                    uncertain = false;
+	for (;;)
+	{
+		/*
+		 * One attempt at least, even past the deadline (a key already lost:
+		 * the server decides, by the token); retries only before it.
+		 */
+		const Clock::time_point until =
+			std::max(deadline, Clock::now() + std::chrono::milliseconds(l.connect_timeout));
+		PqOutcome r;
+		if (!l.conn.connected())
+			r = l.Connect(until, -1);
+		if (r.ok())
+			r = l.conn.Exec(sql, until, -1);
+		if (r.ok() && uncertain && !(r.value && *r.value == "t"))
+		{
+			const std::string check =
+				"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM fence.once_keys "
+				"WHERE key OPERATOR(pg_catalog.=) " +
+				Literal(im.key) + " AND token OPERATOR(pg_catalog.=) " + std::to_string(im.token) +
+				" AND state OPERATOR(pg_catalog.=) '" + done_state + "'";
+			PqOutcome c = l.conn.Exec(check, until, -1);
+			if (c.ok() && c.value && *c.value == "t")
+				return c;
+			if (!c.ok())
+				r = c;
+		}
+		if (r.ok() || !client_internal::IsTransient(r) || r.kind == PqOutcome::kDeadline ||
+			Clock::now() >= deadline)
+			return r;
+		uncertain = uncertain || r.kind == PqOutcome::kConnectionLost;
+		l.conn.Close();
+		l.ReportRetry(
+			std::string(done_state == std::string("done") ? "once_finish" : "once_release") +
+			" failed: " + r.message + "; retrying on a new connection until " +
+			"the key's local deadline");
+		/* Not l.SleepUntil: the renewer's stop pipe, readable since it stopped, would end it. */
+		std::this_thread::sleep_until(
+			std::min(deadline, Clock::now() + std::chrono::milliseconds(250)));
+	}
+}
+
 /* A token refused by the server: the key is not ours any more. */
 void
 Superseded(OnceImpl &im)
@@ -327,10 +426,10 @@ bool
 Once::step(pqxx::transaction_base &tx, const std::string &name)
 {
 	RequireOwner(impl_, "step");
-	pqxx::row r =
-		pqxx_compat::Exec1(tx, "SELECT fence.once_step(" + tx.quote(impl_->key) + ", " +
-								   std::to_string(impl_->token) + ", " + tx.quote(name) + ")");
-	bool ok = !r[0].is_null() && r[0].as<bool>();
+	const std::string sql = "SELECT fence.once_step(" + tx.quote(impl_->key) + ", " +
+							std::to_string(impl_->token) + ", " + tx.quote(name) + ")";
+	pqxx::row r = detail::WithSqlState([&] { return pqxx_compat::Exec1(tx, sql); });
+	bool      ok = !r[0].is_null() && r[0].as<bool>();
 	if (!ok)
 		Superseded(*impl_);
 	return ok;
@@ -370,8 +469,37 @@ bool
 Once::finish(const std::optional<std::string> &response)
 {
 	RequireOwner(impl_, "finish");
-	pqxx::nontransaction tx(*impl_->conn);
-	return finish(tx, response);
+	OnceImpl &im = *impl_;
+	/* No renewal after this: it would find the key done and call that a loss. */
+	im.lease->StopRenewer();
+	im.ended = true;
+	const std::string sql =
+		"SELECT fence.once_finish(" + Literal(im.key) + ", " + std::to_string(im.token) + ", " +
+		(response ? Literal(*response) + "::jsonb" : std::string("NULL::jsonb")) + ")";
+	PqOutcome r = CallUntilDeadline(im, sql, "done");
+	im.lease->conn.Close();
+	im.lease->backend_pid.store(0);
+	if (!r.ok())
+	{
+		/*
+		 * Not recorded, and the key cannot be kept (the server was not
+		 * reached in time): it will be taken over.  A server error that
+		 * retrying cannot cure (invalid JSON) leaves the key as it is.
+		 */
+		if ((r.kind != PqOutcome::kServerError || client_internal::IsTransient(r)) &&
+			im.lease->state->MarkLost())
+			im.lease->ReportLoss(LossReason::kDeadline,
+								 "the result could not be recorded before the key's local "
+								 "deadline: " +
+									 r.message);
+		detail::ThrowOutcome(r, sql);
+	}
+	bool ok = r.value && *r.value == "t";
+	if (ok)
+		im.lease->state->MarkReleased();
+	else
+		Superseded(im);
+	return ok;
 }
 
 bool
@@ -385,19 +513,17 @@ Once::release()
 	bool released = false;
 	if (!im.lease->state->CheckLost())
 	{
-		try
-		{
-			pqxx::nontransaction tx(*im.conn);
-			pqxx::row r = pqxx_compat::Exec1(tx, "SELECT fence.once_release(" + tx.quote(im.key) +
-													 ", " + std::to_string(im.token) + ")");
-			released = !r[0].is_null() && r[0].as<bool>();
-		}
-		catch (...)
+		const std::string sql =
+			"SELECT fence.once_release(" + Literal(im.key) + ", " + std::to_string(im.token) + ")";
+		PqOutcome r = CallUntilDeadline(im, sql, "released");
+		if (!r.ok())
 		{
 			im.lease->state->MarkReleased();
 			im.lease->conn.Close();
-			throw;
+			im.lease->backend_pid.store(0);
+			detail::ThrowOutcome(r, sql);
 		}
+		released = r.value && *r.value == "t";
 	}
 	im.lease->state->MarkReleased();
 	im.lease->conn.Close();

@@ -11,6 +11,11 @@
 #     finds the key lost, stops its command before it writes again, exits 74;
 #   - a key used with another --fingerprint exits 65, COMMAND not run;
 #   - --key-per day appends the server's UTC date (KEY:YYYY-MM-DD);
+#   - a KEY beginning with '-' after "--" ("-- -k -- COMMAND");
+#   - another role's key: the error names SQLSTATE 42501;
+#   - with FENCE_CLUSTER_CTL: a restart while COMMAND runs, the server
+#     down when it exits 0 or 5 (finish / release retried on a new
+#     connection), and down past the key's local deadline (exit 74);
 #   - bad options exit 64.
 # Inside scripts/temp-cluster.sh, from the repo root; exit 77 without
 # idempotency keys (fence.once_begin).
@@ -118,6 +123,53 @@ is "a second run the same day exits 0" "$?" 0
 has "... and finds the day's key done" "$out" "daily:$today is already done"
 out=$("$PGF" once --key-per hour hourly -- sh -c 'echo "$FENCE_KEY"' 2>/dev/null)
 has "--key-per hour: KEY:YYYY-MM-DDTHH" "$out" "^hourly:$today"'T[0-9][0-9]$'
+
+# --- a KEY that begins with '-': -- KEY -- COMMAND ------------------------------------
+out=$("$PGF" once -- -dash-key -- sh -c 'echo "key=$FENCE_KEY"' 2>&1)
+is "-- KEY -- COMMAND: a KEY beginning with '-' runs" "$?" 0
+is "... with FENCE_KEY = that KEY" "$out" "key=-dash-key"
+is "... and records it done" "$(psql -X -At -c "SELECT state FROM fence.once_keys WHERE key = '-dash-key'")" done
+"$PGF" once -- -dash-key2 echo hi >/dev/null 2>&1
+is "-- KEY without a second -- before COMMAND: exit 64" "$?" 64
+
+# --- another role's key: the real SQLSTATE (42501) ------------------------------------
+ra="cli_once_ra_$$" rb="cli_once_rb_$$"
+psql -X -q -c "CREATE ROLE $ra LOGIN; CREATE ROLE $rb LOGIN" 2>/dev/null
+PGUSER=$ra "$PGF" once role-key -- true 2>/dev/null
+is "role A finishes its key" "$?" 0
+out=$(PGUSER=$rb "$PGF" once role-key -- true 2>&1)
+has "role B on role A's key: permission denied with SQLSTATE 42501" "$out" "permission denied.*(SQLSTATE 42501)"
+psql -X -q -c "DELETE FROM fence.once_entries WHERE key = 'role-key'" >/dev/null 2>&1
+psql -X -q -c "DROP OWNED BY $ra, $rb; DROP ROLE $ra, $rb" >/dev/null 2>&1
+
+# --- the server restarts or is down while COMMAND runs or when it exits -------------
+if [ -n "${FENCE_CLUSTER_CTL:-}" ]; then
+	# restarted while COMMAND runs: renewed on a new connection, finished
+	"$PGF" once --ttl 20s rs-run -- sh -c 'sleep 3; echo "$FENCE_TOKEN" >> "$1/rs-run"' sh "$T" 2>"$T/rs.err" & p=$!
+	sleep 1; "$FENCE_CLUSTER_CTL" restart >/dev/null 2>&1
+	wait "$p"; is "restart while COMMAND runs: exit 0" "$?" 0
+	is "... the key is done" "$(psql -X -At -c "SELECT state FROM fence.once_keys WHERE key = 'rs-run'")" done
+	"$PGF" once rs-run -- sh -c 'echo "$FENCE_TOKEN" >> "$1/rs-run"' sh "$T" 2>/dev/null
+	is "... a retry does not run COMMAND again" "$(wc -l < "$T/rs-run")" 1
+	# down when COMMAND exits 0, back 2.5 s later: once_finish retried on a new connection
+	"$PGF" once --ttl 20s rs-exit -- sh -c 'sleep 1' 2>"$T/rs.err" & p=$!
+	sleep 0.5; "$FENCE_CLUSTER_CTL" stop-immediate >/dev/null 2>&1; sleep 2.5; "$FENCE_CLUSTER_CTL" start >/dev/null 2>&1
+	wait "$p"; is "server down when COMMAND exits 0: exit 0 once it is back" "$?" 0
+	is "... the key is done" "$(psql -X -At -c "SELECT state FROM fence.once_keys WHERE key = 'rs-exit'")" done
+	has "... the retry is reported" "$(cat "$T/rs.err")" "once_finish failed: .*retrying on a new connection"
+	# down when COMMAND fails: once_release retried
+	"$PGF" once --ttl 20s rs-fail -- sh -c 'sleep 1; exit 5' 2>"$T/rs.err" & p=$!
+	sleep 0.5; "$FENCE_CLUSTER_CTL" stop-immediate >/dev/null 2>&1; sleep 2.5; "$FENCE_CLUSTER_CTL" start >/dev/null 2>&1
+	wait "$p"; is "server down when COMMAND exits 5: exit 5" "$?" 5
+	is "... the key is released" "$(psql -X -At -c "SELECT state FROM fence.once_keys WHERE key = 'rs-fail'")" released
+	# down past the key's local deadline: exit 74, the key is left to be taken over
+	"$PGF" once --ttl 3s rs-lost -- sh -c 'sleep 0.5' 2>"$T/rs.err" & p=$!
+	sleep 0.25; "$FENCE_CLUSTER_CTL" stop-immediate >/dev/null 2>&1; sleep 4; "$FENCE_CLUSTER_CTL" start >/dev/null 2>&1
+	wait "$p"; is "server down past the key's deadline: exit 74" "$?" 74
+	has "... COMMAND ran, its result could not be recorded" "$(cat "$T/rs.err")" "the command ran, its result could not be recorded: .*will be taken over"
+else
+	echo "cli_once: restart checks skipped (no FENCE_CLUSTER_CTL)"
+fi
 
 # --- usage errors ------------------------------------------------------------------
 for args in "" "--ttl" "k" "k --" "--ttl 0 k -- true" "--ttl 1x k -- true" "--key-per week k -- true" \
