@@ -58,6 +58,15 @@ has "last_error of the last attempt" "$(q "SELECT last_error FROM fence.jobs WHE
 jk=$(enq failing '{}' --max-attempts 1)
 timeout 60 "$PGF" work failing --max-jobs 1 -- sh -c 'kill -TERM $$' 2>/dev/null
 has "a command killed by a signal: named in last_error" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jk")" "killed by signal 15"
+# Invalid UTF-8 on stderr (Latin-1), and a 2000-byte tail that starts inside a
+# character: the job is failed with a valid text, and the worker goes on.
+jl=$(enq latin '{}' --max-attempts 1)
+ju=$(enq latin '{}' --max-attempts 1)
+timeout 60 "$PGF" work latin --max-jobs 2 -- sh -c 'if [ "$FENCE_JOB_ID" = '"$jl"' ]; then printf "caf\351 failed\n" >&2; else python3 -c "import sys; sys.stderr.buffer.write(b\"\\xe2\\x82\\xac\" * 1000)"; fi; exit 5' 2>/dev/null
+is "invalid UTF-8 on stderr: work exits 0" $? 0
+is "invalid UTF-8 on stderr: both jobs failed" "$(q "SELECT string_agg(state::text, ',' ORDER BY id) FROM fence.jobs WHERE id IN ($jl, $ju)")" "failed,failed"
+has "an invalid byte is replaced by U+FFFD" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jl")" "caf$(printf '\357\277\275') failed"
+is "a tail cut inside a character starts at a character" "$(q "SELECT left(split_part(last_error, 'stderr: ', 2), 1), octet_length(split_part(last_error, 'stderr: ', 2)) FROM fence.jobs WHERE id = $ju")" "$(printf '\342\202\254')|1998"
 jn=$(enq failing '{}' --max-attempts 1)
 timeout 60 "$PGF" work failing --max-jobs 1 -- /nonexistent/command 2>/dev/null
 has "a command not found: exit status 127" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jn")" "exit status 127"
