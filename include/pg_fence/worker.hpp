@@ -307,6 +307,25 @@ public:
 	/** The server process id of the claimant session (0 while disconnected). */
 	int backend_pid() const noexcept;
 
+	/**
+	 * The claimant session's socket, -1 while disconnected: between
+	 * claims, poll it for reading and then call check_session(), to learn
+	 * at once that the session ended (pg_terminate_backend, a server
+	 * restart), which makes the server rescue every job this Worker holds.
+	 * Only polled, never read; valid until the next claim() or
+	 * check_session().
+	 */
+	int claimant_socket() const;
+
+	/**
+	 * Reads what the server sent on the claimant session, without
+	 * blocking; false once the session is gone (or was never opened):
+	 * every job claimed on it is then lost, rescued by the server at
+	 * once, though its heartbeat may not have noticed yet.  The next
+	 * claim() connects again.  Not to be called during a claim().
+	 */
+	bool check_session();
+
 private:
 	std::shared_ptr<detail::WorkerShared> shared_;
 };

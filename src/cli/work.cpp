@@ -22,12 +22,16 @@
  * SIGKILL at deadline + grace, still `allowance` before the server can
  * let another worker claim the job.  A pg_fence that was frozen itself
  * cannot do that; the claim's token then keeps the job's effects safe:
- * its completion raises FN001 and is not retried.
+ * its completion raises FN001 and is not retried.  The claimant
+ * session's socket is watched too: when the session ends, the server
+ * rescues every job in hand at once, so each command gets SIGTERM then
+ * (SIGKILL after the grace) and its result is discarded; while any such
+ * lost command still runs, no new job is claimed.
  *
  * Signals: SIGTERM or SIGINT stop claiming; the commands in hand finish
  * and their jobs are settled, then pg_fence exits 0.  A second one sends
- * SIGTERM to the commands, whose jobs are then failed with retry_at =
- * now (released: claimable at once).  SIGHUP, SIGQUIT, SIGUSR1 and
+ * SIGTERM to the commands (SIGKILL after the grace), whose jobs are then
+ * failed with retry_at = now (released: claimable at once).  SIGHUP, SIGQUIT, SIGUSR1 and
  * SIGUSR2 are passed on to every command.
  *
  * Copyright (c) 2026, The pg_fence Developers
@@ -144,7 +148,68 @@ LossMessage(std::int64_t id)
 	return it != g_why.end() ? it->second : "claim deadline passed without a successful heartbeat";
 }
 
-/* The last kTailBytes of `s`, from a line start when there is one, on one line. */
+/*
+ * `s` as valid UTF-8: each byte that does not start a well-formed sequence
+ * (RFC 3629: no overlongs, surrogates or code points past U+10FFFF) becomes
+ * U+FFFD. A command's stderr is any bytes; fence.fail's text must not be.
+ */
+std::string
+ValidUtf8(const std::string &s)
+{
+	std::string out;
+	out.reserve(s.size());
+	const auto       *b = reinterpret_cast<const unsigned char *>(s.data());
+	const std::size_t n = s.size();
+	for (std::size_t i = 0; i < n;)
+	{
+		const unsigned char c = b[i];
+		std::size_t         len = 0;
+		unsigned char       lo = 0x80, hi = 0xBF; /* range of the second byte */
+		if (c < 0x80)
+			len = 1;
+		else if (c >= 0xC2 && c <= 0xDF)
+			len = 2;
+		else if (c >= 0xE0 && c <= 0xEF)
+		{
+			len = 3;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		}
+		else if (c >= 0xF0 && c <= 0xF4)
+		{
+			len = 4;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		}
+		bool ok = len > 0 && (len == 1 || i + len <= n);
+		if (ok && len > 1)
+		{
+			ok = b[i + 1] >= lo && b[i + 1] <= hi;
+			for (std::size_t k = 2; ok && k < len; k++)
+				ok = b[i + k] >= 0x80 && b[i + k] <= 0xBF;
+		}
+		if (ok && c != 0)
+		{
+			out.append(s, i, len);
+			i += len;
+		}
+		else
+		{
+			out += "\xEF\xBF\xBD"; /* U+FFFD; NUL too, which no text may hold */
+			i++;
+		}
+	}
+	return out;
+}
+
+/*
+ * The last kTailBytes of `s`, from a line start when there is one (else from
+ * a character start), on one line, as valid UTF-8.
+ */
 std::string
 Tail(std::string s)
 {
@@ -156,8 +221,16 @@ Tail(std::string s)
 		auto nl = s.find('\n');
 		if (nl != std::string::npos && nl + 1 < s.size())
 			s.erase(0, nl + 1);
+		else
+		{
+			/* Not inside a character: skip up to 3 continuation bytes. */
+			std::size_t k = 0;
+			while (k < 3 && k < s.size() && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80)
+				k++;
+			s.erase(0, k);
+		}
 	}
-	return s;
+	return ValidUtf8(s);
 }
 
 /* fence.fail's error for a command that ended with `status`. */
@@ -366,13 +439,28 @@ Work(const WorkOptions &o)
 			if (waitpid(it->pid, &status, WNOHANG) == it->pid)
 			{
 				kill(-it->pid, SIGKILL); /* whatever is left of its process group */
-				Settle(*it, status);
+				try
+				{
+					Settle(*it, status);
+				}
+				catch (const std::exception &e)
+				{
+					/* One job that cannot be settled must not cost the others theirs. */
+					Msg("job %lld: could not settle it: %s", static_cast<long long>(it->job.id()),
+						Trim(e.what()).c_str());
+				}
 				it = running.erase(it);
 				idle_since = Clock::now();
 			}
 			else
 				++it;
 		}
+		/* The claimant session ended: the server rescued every job in hand at once. */
+		if (std::any_of(running.begin(), running.end(), [](const Running &r) { return !r.lost; }) &&
+			!worker->check_session())
+			for (auto &r : running)
+				if (!r.lost)
+					StopLost(r, grace, "the claimant session ended: the server rescued the job");
 		/* Losses, and SIGKILL when their grace is over. */
 		for (auto &r : running)
 		{
@@ -412,6 +500,10 @@ Work(const WorkOptions &o)
 							r.released = true;
 							kill(-r.pid, SIGTERM);
 							kill(-r.pid, SIGCONT);
+							/* As `run`: SIGKILL for a command still there after the grace. */
+							const Clock::time_point at = Clock::now() + grace;
+							r.kill_at = r.kill_pending ? std::min(r.kill_at, at) : at;
+							r.kill_pending = true;
 						}
 					}
 					continue;
@@ -437,7 +529,11 @@ Work(const WorkOptions &o)
 		for (auto &r : running)
 			next = std::min(next, r.kill_pending ? r.kill_at : r.lost ? next : r.job.deadline());
 
-		const bool can_claim = !stopping && static_cast<int>(running.size()) < o.concurrency &&
+		/* Not while a command whose claim was lost still runs: it may overlap its rescue. */
+		const bool any_lost =
+			std::any_of(running.begin(), running.end(), [](const Running &r) { return r.lost; });
+		const bool can_claim = !stopping && !any_lost &&
+							   static_cast<int>(running.size()) < o.concurrency &&
 							   (o.max_jobs == 0 || claimed < o.max_jobs) && !SignalPending();
 		milliseconds wait = std::chrono::duration_cast<milliseconds>(next - now);
 		if (running.empty() && o.wait)
@@ -499,8 +595,9 @@ Work(const WorkOptions &o)
 		}
 		int timeout_ms =
 			static_cast<int>(std::max<long long>(0, std::min<long long>(1000, wait.count() + 1)));
-		struct pollfd p = {SelfPipeReadFd(), POLLIN, 0};
-		(void) poll(&p, 1, timeout_ms);
+		struct pollfd p[2] = {{SelfPipeReadFd(), POLLIN, 0},
+							  {worker->claimant_socket(), POLLIN, 0}};
+		(void) poll(p, p[1].fd >= 0 ? 2 : 1, timeout_ms);
 	}
 }
 

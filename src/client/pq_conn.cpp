@@ -84,6 +84,25 @@ PqConn::backend_pid() const
 	return conn_ != nullptr ? PQbackendPID(conn_) : 0;
 }
 
+int
+PqConn::socket() const
+{
+	return connected() ? PQsocket(conn_) : -1;
+}
+
+bool
+PqConn::Check()
+{
+	if (!connected())
+		return false;
+	if (!PQconsumeInput(conn_) || PQstatus(conn_) != CONNECTION_OK)
+	{
+		Close();
+		return false;
+	}
+	return true;
+}
+
 std::string
 PqConn::Literal(const std::string &s) const
 {

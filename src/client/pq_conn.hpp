@@ -133,6 +133,13 @@ public:
 
 	bool connected() const;
 	int  backend_pid() const;
+	/* The connection's socket (PQsocket); -1 while not connected. */
+	int socket() const;
+	/*
+	 * Reads what the server sent meanwhile (PQconsumeInput, never blocks);
+	 * false, the connection closed, once the session is gone.
+	 */
+	bool Check();
 	void Close();
 
 private:

@@ -163,6 +163,24 @@ Worker::backend_pid() const noexcept
 	return shared_->claim_pid.load();
 }
 
+int
+Worker::claimant_socket() const
+{
+	std::lock_guard<std::mutex> lk(shared_->claim_mu);
+	return shared_->claim_conn.socket();
+}
+
+bool
+Worker::check_session()
+{
+	WorkerShared               &s = *shared_;
+	std::lock_guard<std::mutex> lk(s.claim_mu);
+	if (s.claim_conn.Check())
+		return true;
+	s.claim_pid.store(0);
+	return false;
+}
+
 namespace {
 
 std::string

@@ -58,6 +58,15 @@ has "last_error of the last attempt" "$(q "SELECT last_error FROM fence.jobs WHE
 jk=$(enq failing '{}' --max-attempts 1)
 timeout 60 "$PGF" work failing --max-jobs 1 -- sh -c 'kill -TERM $$' 2>/dev/null
 has "a command killed by a signal: named in last_error" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jk")" "killed by signal 15"
+# Invalid UTF-8 on stderr (Latin-1), and a 2000-byte tail that starts inside a
+# character: the job is failed with a valid text, and the worker goes on.
+jl=$(enq latin '{}' --max-attempts 1)
+ju=$(enq latin '{}' --max-attempts 1)
+timeout 60 "$PGF" work latin --max-jobs 2 -- sh -c 'if [ "$FENCE_JOB_ID" = '"$jl"' ]; then printf "caf\351 failed\n" >&2; else python3 -c "import sys; sys.stderr.buffer.write(b\"\\xe2\\x82\\xac\" * 1000)"; fi; exit 5' 2>/dev/null
+is "invalid UTF-8 on stderr: work exits 0" $? 0
+is "invalid UTF-8 on stderr: both jobs failed" "$(q "SELECT string_agg(state::text, ',' ORDER BY id) FROM fence.jobs WHERE id IN ($jl, $ju)")" "failed,failed"
+has "an invalid byte is replaced by U+FFFD" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jl")" "caf$(printf '\357\277\275') failed"
+is "a tail cut inside a character starts at a character" "$(q "SELECT left(split_part(last_error, 'stderr: ', 2), 1), octet_length(split_part(last_error, 'stderr: ', 2)) FROM fence.jobs WHERE id = $ju")" "$(printf '\342\202\254')|1998"
 jn=$(enq failing '{}' --max-attempts 1)
 timeout 60 "$PGF" work failing --max-jobs 1 -- /nonexistent/command 2>/dev/null
 has "a command not found: exit status 127" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jn")" "exit status 127"
@@ -146,6 +155,47 @@ is "two SIGTERMs: the command was stopped" "$(alive "$(cat "$T/t2.pid")")" dead
 is "two SIGTERMs: the job is queued again, runnable now" \
 	"$(q "SELECT state, attempt, run_at <= clock_timestamp() FROM fence.jobs WHERE id = $jt2")" "queued|1|t"
 has "two SIGTERMs: last_error names the signal" "$(q "SELECT last_error FROM fence.jobs WHERE id = $jt2")" "signal 15"
+
+# A command ignoring SIGTERM: the second SIGTERM's SIGKILL follows after the
+# grace (TTL/3 = 1 s), and the job is failed for an immediate retry.
+jt3=$(enq termign '{}')
+"$PGF" work termign --ttl 3s -- sh -c 'trap "" TERM; echo $$ > "$1/t3.pid"; while :; do sleep 0.1; done' sh "$T" 2>/dev/null & W=$!
+waitfile "$T/t3.pid" || echo "not ok - ignored term test did not start"
+kill -TERM "$W"; sleep 0.3; kill -TERM "$W"
+start=$(date +%s%N)
+timeout 20 tail --pid="$W" -f /dev/null
+ms=$((($(date +%s%N) - start) / 1000000))
+wait "$W"; rc=$?
+is "SIGTERM ignored: two SIGTERMs exit 0" "$rc" 0
+is "SIGTERM ignored: SIGKILL after the grace" "$([ "$ms" -lt 4000 ] && echo yes || echo "no (${ms}ms)")" yes
+is "SIGTERM ignored: the command was killed" "$(alive "$(cat "$T/t3.pid")")" dead
+is "SIGTERM ignored: the job is queued again, runnable now" \
+	"$(q "SELECT state, attempt, run_at <= clock_timestamp(), last_error LIKE '%signal 9%' FROM fence.jobs WHERE id = $jt3")" "queued|1|t|t"
+
+# The claimant session ends while every slot is busy (-j 1): the command is
+# stopped at once, not at its claim's deadline.
+jc=$(enq claimant '{}')
+"$PGF" work claimant -j 1 --max-jobs 2 --holder wfix-claimant -- sh -c '[ "$FENCE_ATTEMPT" = 1 ] || exit 0; echo $$ > "$1/c.pid"; exec sleep 30' sh "$T" 2>"$T/c.err" & W=$!
+waitfile "$T/c.pid" || echo "not ok - claimant test did not start"
+q "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.objsubid = 26231 AND a.application_name = 'wfix-claimant'" >/dev/null
+sleep 1.5
+has "claimant session ended: the loss is reported at once" "$(cat "$T/c.err")" "claimant session ended"
+is "claimant session ended: the command was stopped" "$(alive "$(cat "$T/c.pid")")" dead
+timeout 20 tail --pid="$W" -f /dev/null; wait "$W"
+is "claimant session ended: the job rescued, its result discarded, attempt 2 completes" \
+	"$(q "SELECT state, attempt FROM fence.jobs WHERE id = $jc")" "completed|2"
+
+# After that loss, with free slots (-j 2), nothing is claimed again while the
+# lost command still runs (it ignores SIGTERM; SIGKILL after 1 s).
+jr=$(enq rescue '{}')
+rm -f "$T/r.pid"
+"$PGF" work rescue -j 2 --max-jobs 2 --ttl 3s --holder wfix-rescue -- sh -c 'if [ "$FENCE_ATTEMPT" = 1 ]; then trap "" TERM; echo $$ > "$1/r.pid"; while :; do sleep 0.1; done; else kill -0 "$(cat "$1/r.pid")" 2>/dev/null && echo alive > "$1/r.out" || echo dead > "$1/r.out"; fi' sh "$T" 2>/dev/null & W=$!
+waitfile "$T/r.pid" || echo "not ok - rescue test did not start"
+q "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.objsubid = 26231 AND a.application_name = 'wfix-rescue'" >/dev/null
+waitfile "$T/r.out" || echo "not ok - rescue test: attempt 2 did not run"
+timeout 20 tail --pid="$W" -f /dev/null; wait "$W"
+is "lost command still running: not claimed again until it is gone" "$(cat "$T/r.out")" dead
+is "the rescued job completed by attempt 2" "$(q "SELECT state, attempt FROM fence.jobs WHERE id = $jr")" "completed|2"
 
 # An idle worker (waiting in the server for a job) stops at once on SIGTERM.
 "$PGF" work idle -- true 2>/dev/null & W=$!
