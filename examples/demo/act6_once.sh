@@ -93,7 +93,7 @@ act6() {
 	local failed_before=$DEMO_FAILED_CHECKS
 	echo
 	echo "=== Act 6: the daily digest, once: three cron machines, an idempotency key ==="
-	if [ ! -x "$ACT6_PGF" ] || ! "$ACT6_PGF" --help 2>&1 | grep -q 'pg_fence once'; then
+	if [ ! -x "$ACT6_PGF" ] || ! "$ACT6_PGF" --help 2>&1 | grep 'pg_fence once' >/dev/null; then
 		echo "act 6: $ACT6_PGF has no 'once' command" >&2
 		return 1
 	fi
