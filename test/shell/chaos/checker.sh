@@ -6,7 +6,8 @@
 # property holds; each case below copies it, adds the lines that break one
 # property and expects exactly that property, and nothing else, to fail
 # (the job queue's and the idempotency keys' too: a job's effect twice, a
-# stale completion acknowledged, a job left queued, a key finished twice, a
+# stale completion acknowledged (and a newer claim a failover lost, which
+# is not one), a job left queued, a key finished twice, a
 # superseded owner's effect).  A checker that passed any of these would
 # pass a broken pg_fence.
 #
@@ -162,6 +163,28 @@ EOF
 
 breaks "a job completed, then claimed again" "$STALE" <<EOF
 w1.tsv grant job job/1 125 w1 $(t 1640) $(t 1650) -1 -1 - 3
+EOF
+
+# A claim commits without a flush (docs/queue.md, Durability): a failover
+# right after w1's newer claim of job/1 (125) may lose it, and w0's
+# completion by 120 on the new primary is then the job's.  Counted, not
+# failed; failed when the claim was used after the failover (it survived)
+# or when the completion came before the failover.
+FAILOVER="nemesis.tsv failover - 5433 -1 - $(t 1615) $(t 1618) -1 -1 - -"
+breaks "a newer claim lost by a failover before the completion" "" <<EOF
+w1.tsv grant job job/1 125 w1 $(t 1612) $(t 1614) -1 -1 - 3
+$FAILOVER
+EOF
+
+breaks "a newer claim renewed after the failover (it survived)" "$STALE" <<EOF
+w1.tsv grant job job/1 125 w1 $(t 1612) $(t 1614) -1 -1 - 3
+$FAILOVER
+w1.tsv renew job job/1 125 w1 $(t 1619) $(t 1621) -1 -1 ok -
+EOF
+
+breaks "a newer claim beaten by a completion before the failover" "$STALE" <<EOF
+w1.tsv grant job job/1 125 w1 $(t 1612) $(t 1614) -1 -1 - 3
+nemesis.tsv failover - 5433 -1 - $(t 1640) $(t 1645) -1 -1 - -
 EOF
 
 breaks "a job lost: queued after the drain" "no job lost" <<EOF
