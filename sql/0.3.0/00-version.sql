@@ -1,4 +1,5 @@
 -- 0.3.0: the fenced job queue and idempotency keys.
 -- Fragments are applied in file-name order:
+--   10-*  semaphores (what changed in 0.3.0)
 --   40-*  job queue (fence.enqueue, fence.claim, ...)
 --   50-*  idempotency keys (fence.once_begin, ...)

@@ -24,7 +24,8 @@
  *	   The candidate text is the leader's identity: two processes that
  *	   campaign under one role with one candidate text share the term.
  *	 - A campaign that finds another call on the name in flight tries again
- *	   for up to 100 ms (as a semaphore permit does), so that the leader's
+ *	   while such calls keep ending (as a semaphore permit does: up to
+ *	   100 ms for one transaction, 5 s in all), so that the leader's
  *	   own campaign is not told NULL because a rival's campaign was being
  *	   refused at that moment.
  *	 - leader() reports the unexpired holder of the lease "name" whoever

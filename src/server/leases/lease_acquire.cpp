@@ -43,6 +43,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 }
 
 namespace fence {
@@ -420,28 +421,72 @@ WaitAndAcquire(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, i
 }
 
 /*
+ * The transaction changing the name right now (invalid if none): the holder
+ * of its lease lock.  Not in hot standby (where GetLockConflicts' result is
+ * not ours to free): lease writes are refused there before any try.
+ */
+VirtualTransactionId
+NameChanger(NameArg name)
+{
+	LOCKTAG              tag;
+	int                  n = 0;
+	VirtualTransactionId changer;
+
+	SetLockTag(&tag, kLeaseLockTagClass, NameHash(name));
+	VirtualTransactionId *held = GetLockConflicts(&tag, ExclusiveLock, &n);
+
+	if (n > 0)
+		changer = held[0];
+	else
+		SetInvalidVirtualTransactionId(changer);
+	pfree(held);
+	return changer;
+}
+
+/*
  * One try without `wait`.  A lease finds another acquire of its name in
  * flight (kBusy) only when someone else is getting it: NULL at once.  A
  * semaphore may still have a permit left then, and concurrent acquirers of
- * one semaphore are its normal use, so a semaphore permit tries again for
- * up to kBusyRetry (1 ms, doubling to 16 ms apart): an autocommit grant
- * holds the name for a few milliseconds.  A name held longer (a grant,
- * renewal or release in a transaction still open) reads as busy: NULL.
+ * one semaphore are its normal use, so a semaphore permit tries again (1 ms,
+ * doubling to 16 ms apart) for as long as the calls in flight make
+ * progress: it gives up when one transaction has held the name for
+ * kBusyRetry (100 ms) without ending, and after kBusyCap (5 s) in all.  An
+ * autocommit grant holds the name for a few milliseconds; a queue of
+ * concurrent acquirers, each a few milliseconds, is progress however long
+ * it is on a loaded machine.  A name held longer by one transaction (a
+ * grant, renewal or release in a transaction still open) reads as busy:
+ * NULL.
  */
 Attempt
 TryAgainWhileBusy(FunctionCallInfo fcinfo, NameArg name, const AcquireSpec *spec, int64 *token)
 {
-	constexpr int64 kBusyRetry = 100 * 1000; /* us */
-	TimestampTz     give_up = GetCurrentTimestamp() + kBusyRetry;
-	long            pause_ms = 1;
+	constexpr int64      kBusyRetry = 100 * 1000;    /* us, one transaction */
+	constexpr int64      kBusyCap = 5 * 1000 * 1000; /* us, in all */
+	const TimestampTz    start = GetCurrentTimestamp();
+	TimestampTz          give_up = start + kBusyRetry;
+	long                 pause_ms = 1;
+	VirtualTransactionId last;
 
+	SetInvalidVirtualTransactionId(last);
 	for (;;)
 	{
 		TimestampTz held_until;
 		Attempt     a = TryAcquire(fcinfo, name, spec, token, &held_until);
 
-		if (a != Attempt::kBusy || (spec->permits == 0 && !spec->elected) ||
-			GetCurrentTimestamp() >= give_up)
+		if (a != Attempt::kBusy || (spec->permits == 0 && !spec->elected))
+			return a;
+
+		TimestampTz          now = GetCurrentTimestamp();
+		VirtualTransactionId changer = NameChanger(name);
+
+		if (!VirtualTransactionIdIsValid(changer) || !VirtualTransactionIdEquals(changer, last))
+		{
+			/* another call than last time, or none any more: progress */
+			last = changer;
+			give_up = Min(now + kBusyRetry, start + kBusyCap);
+			pause_ms = 1;
+		}
+		if (now >= give_up)
 			return a;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause_ms,
 						 LeaseWaitEvent());

@@ -27,8 +27,9 @@
  *	   semaphore_acquire(name, 3) beside it would silently break that.
  *	   Expired holders of either kind are taken over by either.
  *	 - Concurrent acquirers are a semaphore's normal use, so without wait a
- *	   permit is tried again for up to 100 ms while another call on the name
- *	   is in flight (lease_acquire.cpp, TryAgainWhileBusy).
+ *	   permit is tried again while the calls in flight on the name keep
+ *	   ending: up to 100 ms for one transaction, 5 s in all (lease_acquire.cpp,
+ *	   TryAgainWhileBusy).
  *	 - permits is 1 .. kMaxPermits: every holder is a row that each acquire
  *	   of the name reads, so an absurd count is refused (22023).
  *

@@ -35,6 +35,7 @@
 #include "test_util.hpp"
 #include "waiter.hpp"
 
+using fence::pqxx_compat::Exec0;
 using fence::pqxx_compat::Exec1;
 using fence::pqxx_compat::ExecParams1;
 
@@ -248,4 +249,83 @@ TEST_CASE("semaphore: concurrent acquirers without wait all get a permit while p
 			if (got[i])
 				CHECK(ReleaseLease(*conns[i], name, *got[i]));
 	}
+}
+
+/*
+ * Without wait, a busy name is tried again while the calls in flight on it
+ * keep ending (lease_acquire.cpp, TryAgainWhileBusy): here the name is held
+ * by A's open transaction for 70 ms, handed by the lock manager straight to
+ * B's renewal (queued behind it), which holds it 70 ms more.  No one
+ * transaction holds it 100 ms, so C gets its permit at B's commit, ~140 ms
+ * after it asked (before 0.3.0 it gave up at 100 ms in all and got NULL).
+ * A name held longer than 100 ms by one transaction is still NULL.
+ */
+TEST_CASE("semaphore: without wait a permit is granted while the calls in flight keep ending",
+		  "[server][semaphore]")
+{
+	REQUIRE_SEMAPHORES();
+	const std::string name = Unique("progress");
+	pqxx::connection  a(""), c("");
+	SqlWaiter         b, cw;
+	auto              ta = Acquire(a, name, 4, "1 hour");
+	auto              tb = Acquire(b.conn, name, 4, "1 hour");
+	REQUIRE(ta);
+	REQUIRE(tb);
+	{
+		pqxx::nontransaction tx(a);
+		Exec0(tx, "BEGIN");
+		CHECK(
+			ExecParams1(tx, "SELECT fence.lease_renew($1, $2, '1 hour')", name, *ta)[0].as<bool>());
+	}
+	/* B's renewal waits in the lock manager for A's transaction */
+	b.StartOn([&](pqxx::connection &conn) -> std::optional<std::int64_t> {
+		pqxx::nontransaction tx(conn);
+		Exec0(tx, "BEGIN");
+		return ExecParams1(tx, "SELECT fence.lease_renew($1, $2, '1 hour')", name, *tb)[0]
+					   .as<bool>()
+				   ? 1
+				   : 0;
+	});
+	REQUIRE_FALSE(b.Finished(50ms));
+	auto asked = Clock::now();
+	StartAcquire(cw, name, 4, ""); /* without wait */
+	std::this_thread::sleep_for(70ms);
+	{
+		pqxx::nontransaction tx(a);
+		Exec0(tx, "COMMIT");
+	}
+	REQUIRE(b.Finished(5s));
+	CHECK(b.error.empty());
+	CHECK(b.result == std::optional<std::int64_t>(1));
+	std::this_thread::sleep_for(70ms);
+	CHECK_FALSE(cw.Finished(0ms)); /* still trying: the name changed hands at 70 ms */
+	{
+		pqxx::nontransaction tx(b.conn);
+		Exec0(tx, "COMMIT");
+	}
+	REQUIRE(cw.Finished(5s));
+	CHECK(cw.error.empty());
+	CHECK(cw.result.has_value());
+	CHECK(cw.done_at - asked >= 140ms);
+
+	/* one transaction holding the name 300 ms: NULL after about 100 ms */
+	{
+		pqxx::nontransaction tx(a);
+		Exec0(tx, "BEGIN");
+		CHECK(
+			ExecParams1(tx, "SELECT fence.lease_renew($1, $2, '1 hour')", name, *ta)[0].as<bool>());
+	}
+	SqlWaiter dw;
+	StartAcquire(dw, name, 4, "");
+	CHECK(dw.Finished(5s));
+	CHECK(dw.error.empty());
+	CHECK_FALSE(dw.result.has_value());
+	{
+		pqxx::nontransaction tx(a);
+		Exec0(tx, "COMMIT");
+	}
+	CHECK(ReleaseLease(a, name, *ta));
+	CHECK(ReleaseLease(b.conn, name, *tb));
+	if (cw.result)
+		CHECK(ReleaseLease(cw.conn, name, *cw.result));
 }
