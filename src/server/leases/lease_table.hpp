@@ -17,6 +17,7 @@
 
 #include "pg/args.hpp"
 #include "pg/pg.hpp"
+#include "pg/spi_frame.hpp"
 
 extern "C" {
 #include "storage/lock.h"
@@ -49,11 +50,10 @@ enum LeaseStmt
 /* State of one call between LeaseBegin and LeaseEnd. */
 struct LeaseCall
 {
-	LOCKTAG tag;    /* the name's lease advisory lock */
-	bool    locked; /* false after LeaseBeginRead: no lock taken */
-	Oid     caller; /* current_user at entry */
-	Oid     save_userid;
-	int     save_sec_context;
+	LOCKTAG        tag;    /* the name's lease advisory lock */
+	bool           locked; /* false after LeaseBeginRead: no lock taken */
+	Oid            caller; /* current_user at entry */
+	SpiOwnerSwitch owner_switch;
 };
 
 /*

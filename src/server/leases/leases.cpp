@@ -105,7 +105,6 @@ extern "C" {
 #include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
@@ -113,19 +112,12 @@ namespace fence {
 
 namespace {
 
-struct StmtDef
-{
-	const char *sql;
-	int         nargs;
-	Oid         argtypes[10];
-};
-
 /*
  * Every operator and function is pg_catalog's and every relation is
  * qualified; parameter types come from the OIDs, so no name here depends on
  * search_path.
  */
-const StmtDef kStmts[kNumStmts] = {
+const SpiStmt kStmts[kNumStmts] = {
 	/* kSelect($1 name): every slot of the name, lowest first */
 	{"SELECT token, expires_at, owner, slot, permits, holder, elected FROM fence.leases "
 	 "WHERE name OPERATOR(pg_catalog.=) $1 ORDER BY slot",
@@ -193,7 +185,8 @@ const StmtDef kStmts[kNumStmts] = {
 	 {TIMESTAMPTZOID, INT8OID}},
 };
 
-SPIPlanPtr plans[kNumStmts];
+SPIPlanPtr       plans[kNumStmts];
+const SpiStmtSet kSet = {kStmts, plans, kNumStmts};
 
 } /* namespace */
 
@@ -228,8 +221,6 @@ LeaseTableOwner()
 	return t.owner;
 }
 
-static void LeaseConnect(LeaseCall *call, Oid owner);
-
 /* See lease_table.hpp. */
 bool
 LeaseBegin(LeaseCall *call, NameArg name, bool wait)
@@ -243,7 +234,11 @@ LeaseBegin(LeaseCall *call, NameArg name, bool wait)
 	(void) AttachShared(); /* may raise: before anything is held */
 	if (LockAcquire(&call->tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
-	LeaseConnect(call, owner);
+	/*
+	 * Errors from here on abort the (sub)transaction, which restores the
+	 * user ID and releases the advisory lock: no need to catch them.
+	 */
+	SpiBeginAsOwner(&call->owner_switch, kSet, owner);
 	return true;
 }
 
@@ -253,46 +248,14 @@ LeaseBeginRead(LeaseCall *call)
 {
 	call->caller = GetUserId();
 	call->locked = false;
-	LeaseConnect(call, LeaseTableOwner());
-}
-
-/* SPI, the session's plans, and the switch to the table's owner. */
-static void
-LeaseConnect(LeaseCall *call, Oid owner)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	for (int i = 0; i < kNumStmts; i++)
-	{
-		if (plans[i] != nullptr)
-			continue;
-
-		SPIPlanPtr plan =
-			SPI_prepare(kStmts[i].sql, kStmts[i].nargs, const_cast<Oid *>(kStmts[i].argtypes));
-
-		if (plan == nullptr)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", kStmts[i].sql,
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		plans[i] = plan;
-	}
-
-	/*
-	 * Errors from here on abort the (sub)transaction, which restores the
-	 * user ID and releases the advisory lock: no need to catch them.
-	 */
-	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
-	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-									  SECURITY_RESTRICTED_OPERATION);
+	SpiBeginAsOwner(&call->owner_switch, kSet, LeaseTableOwner());
 }
 
 /* See lease_table.hpp. */
 void
 LeaseEnd(LeaseCall *call, bool changed)
 {
-	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	SpiEndAsOwner(&call->owner_switch);
 	if (call->locked && !changed)
 		LockRelease(&call->tag, ExclusiveLock, false);
 }
@@ -301,13 +264,7 @@ LeaseEnd(LeaseCall *call, bool changed)
 uint64
 LeaseExec(LeaseStmt stmt, Datum *values, const char *nulls, int expected)
 {
-	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
-								  false, true, 0);
-
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s", kStmts[stmt].sql,
-			 SPI_result_code_string(rc));
-	return SPI_processed;
+	return SpiExecLatest(kSet, stmt, values, nulls, expected);
 }
 
 namespace {

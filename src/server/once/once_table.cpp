@@ -35,26 +35,18 @@ extern "C" {
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "utils/snapmgr.h"
 }
 
 namespace fence {
 
 namespace {
 
-struct StmtDef
-{
-	const char *sql;
-	int         nargs;
-	Oid         argtypes[6];
-};
-
 /*
  * Every operator is pg_catalog's and every relation qualified; parameter
  * types come from the OIDs, so no name here depends on search_path.  The
  * conflict target of kOnceInsert names a column, not a type or operator.
  */
-const StmtDef kStmts[kNumOnceStmts] = {
+const SpiStmt kStmts[kNumOnceStmts] = {
 	/* kOnceInsert */
 	{"INSERT INTO fence.once_entries (key, state, token, owner, fingerprint, created_at, "
 	 "expires_at) VALUES ($1, 'in_progress', $2, $3, $4, $5, $6) ON CONFLICT (key) DO NOTHING",
@@ -103,7 +95,8 @@ const StmtDef kStmts[kNumOnceStmts] = {
 	 {TIMESTAMPTZOID}},
 };
 
-SPIPlanPtr plans[kNumOnceStmts];
+SPIPlanPtr       plans[kNumOnceStmts];
+const SpiStmtSet kSet = {kStmts, plans, kNumOnceStmts};
 
 /*
  * The role the statements run as: the owner of the extension's tables
@@ -186,30 +179,11 @@ OnceBegin(OnceCall *call, const NameArg *key, bool wait)
 		call->locked = granted;
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	for (int i = 0; i < kNumOnceStmts; i++)
-	{
-		if (plans[i] != nullptr)
-			continue;
-
-		SPIPlanPtr plan =
-			SPI_prepare(kStmts[i].sql, kStmts[i].nargs, const_cast<Oid *>(kStmts[i].argtypes));
-
-		if (plan == nullptr)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", kStmts[i].sql,
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		plans[i] = plan;
-	}
-
 	/*
 	 * Errors from here on abort the (sub)transaction, which restores the
 	 * user ID and releases the advisory lock: no need to catch them.
 	 */
-	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
-	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-									  SECURITY_RESTRICTED_OPERATION);
+	SpiBeginAsOwner(&call->owner_switch, kSet, owner);
 	return granted;
 }
 
@@ -217,9 +191,7 @@ OnceBegin(OnceCall *call, const NameArg *key, bool wait)
 void
 OnceEnd(OnceCall *call, bool changed)
 {
-	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	SpiEndAsOwner(&call->owner_switch);
 	if (call->locked && !changed)
 		LockRelease(&call->tag, ExclusiveLock, false);
 }
@@ -228,13 +200,7 @@ OnceEnd(OnceCall *call, bool changed)
 uint64
 OnceExec(OnceStmt stmt, Datum *values, const char *nulls, int expected)
 {
-	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
-								  false, true, 0);
-
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s", kStmts[stmt].sql,
-			 SPI_result_code_string(rc));
-	return SPI_processed;
+	return SpiExecLatest(kSet, stmt, values, nulls, expected);
 }
 
 } /* namespace fence */

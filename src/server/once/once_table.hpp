@@ -19,6 +19,7 @@
 
 #include "pg/args.hpp"
 #include "pg/pg.hpp"
+#include "pg/spi_frame.hpp"
 
 extern "C" {
 #include "storage/lock.h"
@@ -57,11 +58,10 @@ enum OnceCol
 /* State of one call between OnceBegin and OnceEnd. */
 struct OnceCall
 {
-	LOCKTAG tag;    /* the key's advisory lock (kOnceLockTagClass) */
-	bool    locked; /* false: no lock taken (purge) or not granted */
-	Oid     caller; /* current_user at entry */
-	Oid     save_userid;
-	int     save_sec_context;
+	LOCKTAG        tag;    /* the key's advisory lock (kOnceLockTagClass) */
+	bool           locked; /* false: no lock taken (purge) or not granted */
+	Oid            caller; /* current_user at entry */
+	SpiOwnerSwitch owner_switch;
 };
 
 /*

@@ -33,7 +33,6 @@ extern "C" {
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
-#include "utils/snapmgr.h"
 }
 
 namespace fence {
@@ -47,14 +46,7 @@ namespace {
 	"(owner OPERATOR(pg_catalog.=) " c " OR " a " OR pg_catalog.pg_has_role(" c ", owner, " \
 	"'USAGE'))"
 
-struct StmtDef
-{
-	const char *sql;
-	int         nargs;
-	Oid         argtypes[10];
-};
-
-const StmtDef kStmts[kQNumStmts] = {
+const SpiStmt kStmts[kQNumStmts] = {
 	/* kQInsert */
 	{"INSERT INTO fence.queue_jobs (queue, state, priority, run_at, due_at, max_attempts, "
 	 "unique_key, payload, owner, created_at) "
@@ -187,7 +179,8 @@ const StmtDef kStmts[kQNumStmts] = {
 	 {OIDOID, BOOLOID, TIMESTAMPTZOID}},
 };
 
-SPIPlanPtr plans[kQNumStmts];
+SPIPlanPtr       plans[kQNumStmts];
+const SpiStmtSet kSet = {kStmts, plans, kQNumStmts};
 
 /* fence.queue_retention, in seconds. */
 constexpr int kDefaultRetentionS = 7 * 24 * 60 * 60;
@@ -218,47 +211,20 @@ QueueBegin(QueueCall *call)
 	call->caller = GetUserId();
 	call->admin = superuser_arg(call->caller) ||
 				  (OidIsValid(admin) && has_privs_of_role(call->caller, admin));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	for (int i = 0; i < kQNumStmts; i++)
-	{
-		if (plans[i] != nullptr)
-			continue;
-
-		SPIPlanPtr plan =
-			SPI_prepare(kStmts[i].sql, kStmts[i].nargs, const_cast<Oid *>(kStmts[i].argtypes));
-
-		if (plan == nullptr)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", kStmts[i].sql,
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		plans[i] = plan;
-	}
-
 	/* errors from here on abort the (sub)transaction, which restores the user ID */
-	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
-	SetUserIdAndSecContext(owner, call->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-									  SECURITY_RESTRICTED_OPERATION);
+	SpiBeginAsOwner(&call->owner_switch, kSet, owner);
 }
 
 void
 QueueEnd(QueueCall *call)
 {
-	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
+	SpiEndAsOwner(&call->owner_switch);
 }
 
 uint64
 QueueExec(QueueStmt stmt, Datum *values, const char *nulls, int expected)
 {
-	int rc = SPI_execute_snapshot(plans[stmt], values, nulls, GetLatestSnapshot(), InvalidSnapshot,
-								  false, true, 0);
-
-	if (rc != expected)
-		elog(ERROR, "SPI_execute_snapshot failed for \"%s\": %s", kStmts[stmt].sql,
-			 SPI_result_code_string(rc));
-	return SPI_processed;
+	return SpiExecLatest(kSet, stmt, values, nulls, expected);
 }
 
 Datum

@@ -25,6 +25,7 @@
 
 #include "pg/args.hpp"
 #include "pg/pg.hpp"
+#include "pg/spi_frame.hpp"
 
 namespace fence {
 
@@ -60,10 +61,9 @@ enum QueueStmt
 /* State of one call between QueueBegin and QueueEnd. */
 struct QueueCall
 {
-	Oid  caller; /* current_user at entry */
-	bool admin;  /* the caller is a superuser or has fence_admin's privileges */
-	Oid  save_userid;
-	int  save_sec_context;
+	Oid            caller; /* current_user at entry */
+	bool           admin;  /* the caller is a superuser or has fence_admin's privileges */
+	SpiOwnerSwitch owner_switch;
 };
 
 /* SPI, the session's plans, and the switch to the table's owner. */
